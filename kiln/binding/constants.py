@@ -1,0 +1,112 @@
+"""oneDNN v3.2 C API constants used by kiln.
+
+Values are copied from the oneDNN 3.2 headers (`dnnl_types.h`, `dnnl_common_types.h`);
+`tests/binding/test_declarations.py` compiles the headers and checks every name here.
+Names drop the `dnnl_` / `DNNL_` prefix.
+"""
+
+# dnnl_status_t
+success = 0
+out_of_memory = 1
+invalid_arguments = 2
+unimplemented = 3
+last_impl_reached = 4
+runtime_error = 5
+not_required = 6
+
+STATUS_NAMES = {
+    0: "success", 1: "out_of_memory", 2: "invalid_arguments", 3: "unimplemented",
+    4: "last_impl_reached", 5: "runtime_error", 6: "not_required",
+}
+
+# dnnl_data_type_t
+data_type_undef = 0
+f16 = 1
+bf16 = 2
+f32 = 3
+s32 = 4
+s8 = 5
+u8 = 6
+
+# dnnl_format_tag_t (plain tags; logical dims are always N, C, H, W / O, I, H, W)
+format_tag_undef = 0
+format_tag_any = 1
+a = 2
+ab = 3
+abc = 4
+abcd = 5
+acdb = 22    # nhwc
+ba = 14      # io
+bcda = 27    # (C, H, W, O): a flattened channels_first feature order feeding a dense layer
+cdba = 28    # hwio
+
+# dnnl_format_kind_t
+format_kind_undef = 0
+format_kind_any = 1
+blocked = 2
+
+# dnnl_prop_kind_t
+forward_training = 64
+forward_inference = 96
+backward = 128
+backward_data = 160
+backward_weights = 192
+
+# dnnl_alg_kind_t
+convolution_direct = 1
+eltwise_relu = 32
+eltwise_tanh = 33
+eltwise_linear = 38
+eltwise_logistic = 41
+eltwise_exp = 42
+eltwise_relu_use_dst_for_bwd = 256
+eltwise_tanh_use_dst_for_bwd = 257
+eltwise_logistic_use_dst_for_bwd = 260
+pooling_max = 511
+pooling_avg_include_padding = 767
+pooling_avg_exclude_padding = 1023
+softmax_accurate = 196608
+softmax_log = 196609
+binary_add = 131056
+binary_mul = 131057
+reduction_sum = 196596
+
+# dnnl_query_t
+query_impl_info_str = 8
+query_src_md = 129
+query_diff_src_md = 130
+query_weights_md = 131
+query_diff_weights_md = 132
+query_dst_md = 133
+query_diff_dst_md = 134
+query_workspace_md = 135
+query_scratchpad_md = 136
+query_ndims_s32 = 256
+query_dims = 257
+query_data_type = 258
+query_format_kind = 262
+
+# engine, stream, attributes
+cpu = 1
+stream_in_order = 1
+scratchpad_mode_library = 0
+scratchpad_mode_user = 1
+fpmath_mode_strict = 0
+fpmath_mode_bf16 = 1
+
+# execution argument indices (DNNL_ARG_*)
+ARG_SRC = 1
+ARG_SRC_1 = 2
+ARG_DST = 17
+ARG_WEIGHTS = 33
+ARG_BIAS = 41
+ARG_WORKSPACE = 64
+ARG_SCRATCHPAD = 80
+ARG_DIFF_SRC = 129
+ARG_DIFF_DST = 145
+ARG_DIFF_WEIGHTS = 161
+ARG_DIFF_BIAS = 169
+ARG_FROM = 1
+ARG_TO = 17
+
+MAX_NDIMS = 12

@@ -1,0 +1,3 @@
+"""Small datasets, loaded like `keras.datasets`."""
+
+from . import cifar10, mnist

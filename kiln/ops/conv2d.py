@@ -1,0 +1,147 @@
+"""2D convolution: shape rule, forward (bias + activation fused as post-ops) and backward.
+
+oneDNN primitives: convolution forward (src/weights/dst `format_tag any`), backward-data (skipped
+for the first layer), backward-weights with DIFF_BIAS (the bias gradient comes from the same
+pass over the output gradient, never from a separate reduction).
+"""
+
+from ..binding import constants as dnnl
+from ..binding.memory import MemoryDesc, layout_key, to_dims
+from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from .eltwise import eltwise_backward, post_ops
+
+
+def conv_output_length(length, kernel, stride, padding):
+    """Keras/TensorFlow rule: 'valid' = floor((L - k) / s) + 1, 'same' = ceil(L / s)."""
+    if padding == "valid":
+        return (length - kernel) // stride + 1
+    return -(-length // stride)
+
+
+def same_padding(length, kernel, stride):
+    """(before, after) padding for 'same'; the odd pixel goes after, as in TensorFlow."""
+    out = -(-length // stride)
+    total = max((out - 1) * stride + kernel - length, 0)
+    return total // 2, total - total // 2
+
+
+class Conv2D:
+    """A 2D convolution op.
+
+    Args:
+        name: the layer name, used for parameter names and error messages.
+        filters, kernel_size, strides: ints / pairs of ints.
+        padding: 'valid' or 'same'.
+        activation: None, 'linear', 'relu', 'tanh' or 'sigmoid' (fused as a post-op).
+        use_bias: whether a bias is added (fused into the primitive).
+    """
+
+    def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
+                 activation=None, use_bias=True):
+        self.name = name
+        self.filters = filters
+        self.kernel_size = tuple(kernel_size)
+        self.strides = tuple(strides)
+        self.padding = padding
+        self.activation = activation
+        self.use_bias = use_bias
+
+    # -- shape rule ---------------------------------------------------------------------------
+    def output_dims(self, input_dims):
+        n, _, h, w = input_dims
+        (kh, kw), (sh, sw) = self.kernel_size, self.strides
+        out_h = conv_output_length(h, kh, sh, self.padding)
+        out_w = conv_output_length(w, kw, sw, self.padding)
+        if out_h <= 0 or out_w <= 0:
+            raise ValueError(
+                f"Conv2D '{self.name}': input of height x width {h}x{w} is smaller than "
+                f"kernel_size {self.kernel_size} with padding '{self.padding}'")
+        return (n, self.filters, out_h, out_w)
+
+    def parameter_dims(self, input_dims):
+        """Logical dims and the tag of the Keras layout: kernel (kh, kw, in, out) is hwio."""
+        kh, kw = self.kernel_size
+        dims = {"kernel": ((self.filters, input_dims[1], kh, kw), dnnl.cdba)}
+        if self.use_bias:
+            dims["bias"] = ((self.filters,), dnnl.a)
+        return dims
+
+    def _padding(self, h, w):
+        if self.padding == "valid":
+            return (0, 0), (0, 0)
+        (top, bottom), (left, right) = (same_padding(h, self.kernel_size[0], self.strides[0]),
+                                        same_padding(w, self.kernel_size[1], self.strides[1]))
+        return (top, left), (bottom, right)
+
+    # -- forward and backward -------------------------------------------------------------------
+    def forward(self, builder, x, need_input_grad=True):
+        """Plan `y = activation(conv(x, kernel) + bias)`; returns (y, backward)."""
+        input_dims = x.dims
+        output_dims = self.output_dims(input_dims)
+        weight_dims = self.parameter_dims(input_dims)["kernel"][0]
+        pad_l, pad_r = self._padding(input_dims[2], input_dims[3])
+        dt = builder.data_type
+        geometry = (tuple(input_dims), output_dims, self.kernel_size, self.strides, pad_l, pad_r,
+                    self.use_bias)
+        shapes = f"Conv2D '{self.name}' input {list(input_dims)} output {list(output_dims)}"
+        src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
+        w_any = MemoryDesc.any(weight_dims, dt)
+        bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None
+        bias_handle = bias_desc.handle if bias_desc is not None else None
+        strides, dilates = to_dims(self.strides), to_dims((0, 0))
+        pad_l_dims, pad_r_dims = to_dims(pad_l), to_dims(pad_r)
+
+        def make_forward():
+            attributes = Attributes(post_ops(self.activation))
+            return PrimitiveDesc(
+                "dnnl_convolution_forward_primitive_desc_create", "convolution forward", shapes,
+                builder.prop_kind, dnnl.convolution_direct, src_any.handle, w_any.handle,
+                bias_handle, dst_any.handle, strides, dilates, pad_l_dims, pad_r_dims,
+                attributes.handle)
+
+        fwd = builder.primitive(("conv fwd", builder.prop_kind, dt, geometry, self.activation),
+                                make_forward)
+        src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
+        args = {dnnl.ARG_SRC: src,
+                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                                                fwd.pd.md(dnnl.query_weights_md)),
+                dnnl.ARG_DST: builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
+        if self.use_bias:
+            args[dnnl.ARG_BIAS] = builder.param(f"{self.name}/bias", bias_desc)
+        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
+        output = args[dnnl.ARG_DST]
+
+        def backward(output_grad):
+            grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
+            bwd_w = builder.primitive(("conv bwd weights", dt, geometry), lambda: PrimitiveDesc(
+                "dnnl_convolution_backward_weights_primitive_desc_create",
+                "convolution backward weights", shapes, dnnl.convolution_direct, src_any.handle,
+                w_any.handle, bias_handle, dst_any.handle, strides, dilates, pad_l_dims,
+                pad_r_dims, fwd.pd.handle, default_attributes().handle))
+            w_args = {
+                dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
+                                              f"{self.name} input for weights", backward=True),
+                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
+                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
+                    f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
+            if self.use_bias:
+                w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
+            builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
+            if not need_input_grad:
+                return None
+            bwd_d = builder.primitive(("conv bwd data", dt, geometry), lambda: PrimitiveDesc(
+                "dnnl_convolution_backward_data_primitive_desc_create",
+                "convolution backward data", shapes, dnnl.convolution_direct, src_any.handle,
+                w_any.handle, dst_any.handle, strides, dilates, pad_l_dims, pad_r_dims,
+                fwd.pd.handle, default_attributes().handle))
+            input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
+            builder.add_backward(builder.bind(bwd_d, {
+                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
+                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                                                bwd_d.pd.md(dnnl.query_weights_md)),
+                dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
+            return input_grad
+
+        return x.with_memory(output), backward

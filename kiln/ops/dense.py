@@ -1,0 +1,112 @@
+"""Dense (inner product): shape rule, forward (bias + activation as post-ops) and backward.
+
+A Dense after Flatten reads the 4D blocked activation directly with 4D weights (units, C, H, W);
+its Keras kernel (features, units) maps onto them with a tag that encodes the flattened feature
+order: (H, W, C) for channels_last, (C, H, W) for channels_first. So Flatten costs nothing.
+"""
+
+from ..binding import constants as dnnl
+from ..binding.errors import DnnlError
+from ..binding.memory import MemoryDesc, layout_key
+from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from .eltwise import eltwise_backward, post_ops
+from .tensor import CHANNELS_LAST, Tensor
+
+
+class Dense:
+    """Args: name, units, activation (None/'linear'/'relu'/'tanh'/'sigmoid'), use_bias."""
+
+    def __init__(self, name, units, activation=None, use_bias=True):
+        self.name = name
+        self.units = units
+        self.activation = activation
+        self.use_bias = use_bias
+
+    def output_dims(self, input_dims):
+        return (input_dims[0], self.units)
+
+    def parameter_dims(self, input_dims, data_format=CHANNELS_LAST):
+        """Kernel dims (units, *features) and the tag of the Keras (features, units) layout."""
+        if len(input_dims) == 2:
+            dims = {"kernel": ((self.units, input_dims[1]), dnnl.ba)}
+        else:
+            tag = dnnl.cdba if data_format == CHANNELS_LAST else dnnl.bcda
+            dims = {"kernel": ((self.units, *input_dims[1:]), tag)}
+        if self.use_bias:
+            dims["bias"] = ((self.units,), dnnl.a)
+        return dims
+
+    def forward(self, builder, x, need_input_grad=True):
+        if len(x.dims) == 4 and not x.flattened:
+            raise ValueError(f"Dense '{self.name}': expected a 2D input (batch, features), got "
+                             f"shape {x.keras_shape}; add a Flatten layer before it")
+        dt = builder.data_type
+        input_dims = x.dims
+        output_dims = self.output_dims(input_dims)
+        weight_dims = self.parameter_dims(input_dims)["kernel"][0]
+        shapes = f"Dense '{self.name}' input {list(input_dims)} output {list(output_dims)}"
+        w_any, dst_any = MemoryDesc.any(weight_dims, dt), MemoryDesc.any(output_dims, dt)
+        bias_desc = MemoryDesc.with_tag((self.units,), dnnl.f32) if self.use_bias else None
+        bias_handle = bias_desc.handle if bias_desc is not None else None
+
+        def make_forward(src_desc):
+            attributes = Attributes(post_ops(self.activation))
+            return PrimitiveDesc(
+                "dnnl_inner_product_forward_primitive_desc_create", "inner product forward",
+                shapes, builder.prop_kind, src_desc.handle, w_any.handle, bias_handle,
+                dst_any.handle, attributes.handle)
+
+        # Read the input in the layout it already has; let oneDNN choose only if it can't.
+        src_desc = x.memory.desc
+        try:
+            fwd = builder.primitive(("ip fwd", builder.prop_kind, layout_key(src_desc),
+                                     output_dims, self.use_bias, self.activation),
+                                    lambda: make_forward(src_desc))
+        except DnnlError:
+            src_desc = MemoryDesc.any(input_dims, dt)
+            fwd = builder.primitive(("ip fwd", builder.prop_kind, ("any", input_dims, dt),
+                                     output_dims, self.use_bias, self.activation),
+                                    lambda: make_forward(src_desc))
+        src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
+        src_desc = src.desc
+        args = {dnnl.ARG_SRC: src,
+                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                                                fwd.pd.md(dnnl.query_weights_md)),
+                dnnl.ARG_DST: builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
+        if self.use_bias:
+            args[dnnl.ARG_BIAS] = builder.param(f"{self.name}/bias", bias_desc)
+        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
+        output = args[dnnl.ARG_DST]
+        geometry = (layout_key(src_desc), output_dims, self.use_bias)
+
+        def backward(output_grad):
+            grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
+            bwd_w = builder.primitive(("ip bwd weights", geometry), lambda: PrimitiveDesc(
+                "dnnl_inner_product_backward_weights_primitive_desc_create",
+                "inner product backward weights", shapes, src_desc.handle, w_any.handle,
+                bias_handle, dst_any.handle, fwd.pd.handle, default_attributes().handle))
+            w_args = {
+                dnnl.ARG_SRC: src,
+                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
+                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
+                    f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
+            if self.use_bias:
+                w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
+            builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
+            if not need_input_grad:
+                return None
+            bwd_d = builder.primitive(("ip bwd data", geometry), lambda: PrimitiveDesc(
+                "dnnl_inner_product_backward_data_primitive_desc_create",
+                "inner product backward data", shapes, src_desc.handle, w_any.handle,
+                dst_any.handle, fwd.pd.handle, default_attributes().handle))
+            input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
+            builder.add_backward(builder.bind(bwd_d, {
+                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
+                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                                                bwd_d.pd.md(dnnl.query_weights_md)),
+                dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
+            return input_grad
+
+        return Tensor(output, x.data_format, flattened=False), backward

@@ -1,0 +1,78 @@
+"""2D max / average pooling: shape rule, forward (max keeps a workspace of argmax positions
+for backward) and backward. Runs in whatever layout its input has: no reorder."""
+
+from ..binding import constants as dnnl
+from ..binding.memory import MemoryDesc, layout_key, to_dims
+from ..binding.primitive import PrimitiveDesc, default_attributes
+from .conv2d import conv_output_length, same_padding
+
+ALGORITHMS = {"max": dnnl.pooling_max, "avg": dnnl.pooling_avg_exclude_padding}
+
+
+class Pooling2D:
+    """Args: name, mode ('max' or 'avg'), pool_size, strides, padding ('valid' or 'same')."""
+
+    def __init__(self, name, mode, pool_size, strides, padding="valid"):
+        self.name = name
+        self.mode = mode
+        self.pool_size = tuple(pool_size)
+        self.strides = tuple(strides)
+        self.padding = padding
+
+    def output_dims(self, input_dims):
+        n, c, h, w = input_dims
+        out_h = conv_output_length(h, self.pool_size[0], self.strides[0], self.padding)
+        out_w = conv_output_length(w, self.pool_size[1], self.strides[1], self.padding)
+        if out_h <= 0 or out_w <= 0:
+            raise ValueError(f"MaxPooling2D '{self.name}': input of height x width {h}x{w} is "
+                             f"smaller than pool_size {self.pool_size}")
+        return (n, c, out_h, out_w)
+
+    def parameter_dims(self, input_dims):
+        return {}
+
+    def forward(self, builder, x, need_input_grad=True):
+        source = x.memory
+        desc = source.desc
+        output_dims = self.output_dims(desc.dims)
+        if self.padding == "valid":
+            pad_l, pad_r = (0, 0), (0, 0)
+        else:
+            (t, b), (l, r) = (same_padding(desc.dims[2], self.pool_size[0], self.strides[0]),
+                              same_padding(desc.dims[3], self.pool_size[1], self.strides[1]))
+            pad_l, pad_r = (t, l), (b, r)
+        dst_any = MemoryDesc.any(output_dims, builder.data_type)
+        geometry = (layout_key(desc), output_dims, self.pool_size, self.strides, pad_l, pad_r)
+        alg = ALGORITHMS[self.mode]
+        shapes = f"pooling '{self.name}' input {list(desc.dims)} output {list(output_dims)}"
+        arrays = [to_dims(v) for v in (self.strides, self.pool_size, (0, 0), pad_l, pad_r)]
+        fwd = builder.primitive(("pool fwd", builder.prop_kind, alg, geometry),
+                                lambda: PrimitiveDesc(
+            "dnnl_pooling_forward_primitive_desc_create", "pooling forward", shapes,
+            builder.prop_kind, alg, desc.handle, dst_any.handle, *arrays,
+            default_attributes().handle))
+        output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
+        args = {dnnl.ARG_SRC: source, dnnl.ARG_DST: output}
+        workspace_desc = fwd.pd.md(dnnl.query_workspace_md)
+        if workspace_desc is not None:
+            args[dnnl.ARG_WORKSPACE] = builder.allocate(workspace_desc)
+        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            bwd = builder.primitive(("pool bwd", alg, geometry), lambda: PrimitiveDesc(
+                "dnnl_pooling_backward_primitive_desc_create", "pooling backward", shapes, alg,
+                desc.handle, dst_any.handle, *arrays, fwd.pd.handle,
+                default_attributes().handle))
+            input_grad = builder.allocate(bwd.pd.md(dnnl.query_diff_src_md))
+            bwd_args = {dnnl.ARG_DIFF_DST: builder.reorder(
+                            output_grad, bwd.pd.md(dnnl.query_diff_dst_md),
+                            f"{self.name} gradient", backward=True),
+                        dnnl.ARG_DIFF_SRC: input_grad}
+            if workspace_desc is not None:
+                bwd_args[dnnl.ARG_WORKSPACE] = args[dnnl.ARG_WORKSPACE]
+            builder.add_backward(builder.bind(bwd, bwd_args, f"{self.name} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward

@@ -1,0 +1,43 @@
+"""What flows between ops in a plan: a oneDNN memory plus how Keras sees it."""
+
+from dataclasses import dataclass
+
+from ..binding.memory import Memory
+
+CHANNELS_LAST = "channels_last"
+CHANNELS_FIRST = "channels_first"
+
+
+@dataclass
+class Tensor:
+    """A plan tensor.
+
+    Attributes:
+        memory: the bytes and their oneDNN descriptor; dims are logical (N, C, H, W) whatever
+            the layout.
+        data_format: the order Keras uses for this tensor's channel and spatial axes. It never
+            changes the memory layout, only how the tensor is shown to (or read from) the user.
+        flattened: True when Keras sees (N, features) while the memory is still 4D; the
+            feature order is (H, W, C) for channels_last and (C, H, W) for channels_first.
+    """
+
+    memory: Memory
+    data_format: str = CHANNELS_LAST
+    flattened: bool = False
+
+    @property
+    def dims(self):
+        return self.memory.desc.dims
+
+    @property
+    def keras_shape(self):
+        dims = self.dims
+        if len(dims) == 4:
+            n, c, h, w = dims
+            if self.flattened:
+                return (n, c * h * w)
+            return (n, h, w, c) if self.data_format == CHANNELS_LAST else (n, c, h, w)
+        return dims
+
+    def with_memory(self, memory):
+        return Tensor(memory, self.data_format, self.flattened)

@@ -1,0 +1,114 @@
+"""ParameterStore: a model's weights, their gradients and the layouts oneDNN chose for them.
+
+A parameter is created from its Keras value (e.g. a conv kernel as (kh, kw, in, out)). The
+first primitive that reads it fixes its layout; after the first plan, all values are packed
+into one arena (and all gradients into another) so one optimizer kernel updates every weight.
+Reading weights back (`get_value`) reorders to the Keras layout: an edge, never a step cost.
+"""
+
+import numpy as np
+
+from ..binding import constants as dnnl
+from ..binding.library import lib
+from ..binding.memory import ALIGNMENT, Memory, MemoryDesc, aligned_bytes
+from ..binding.primitive import reorder_now
+
+
+class Parameter:
+    def __init__(self, name, dims, user_tag, value):
+        self.name = name
+        self.dims = tuple(dims)
+        self.user_tag = user_tag
+        self.user_desc = MemoryDesc.with_tag(self.dims, dnnl.f32, user_tag)
+        self.pending_value = np.ascontiguousarray(value, dtype=np.float32)
+        self.value = None  # Memory in the chosen layout, once a primitive has chosen one
+        self.grad = None
+
+
+class ParameterStore:
+    def __init__(self):
+        self.parameters = {}
+        self.values_arena = None  # flat float32 views over all values / all gradients
+        self.grads_arena = None
+
+    def add(self, name, dims, user_tag, value):
+        if name in self.parameters:
+            raise ValueError(f"parameter {name!r} already exists")
+        expected = int(np.prod(dims))
+        if np.size(value) != expected:
+            raise ValueError(f"parameter {name!r}: expected {expected} values for dims "
+                             f"{tuple(dims)}, got array of shape {np.shape(value)}")
+        self.parameters[name] = Parameter(name, dims, user_tag, value)
+
+    def __contains__(self, name):
+        return name in self.parameters
+
+    def value_memory(self, name, desc):
+        """The value's Memory; the first caller's `desc` becomes the stored layout."""
+        parameter = self.parameters[name]
+        if parameter.value is None:
+            parameter.value = Memory(desc)
+            parameter.grad = Memory(desc)
+            self._write(parameter, parameter.pending_value)
+            parameter.pending_value = None
+        return parameter.value
+
+    def grad_memory(self, name):
+        parameter = self.parameters[name]
+        if parameter.grad is None:
+            raise RuntimeError(f"gradient of {name!r} requested before its value was laid out")
+        return parameter.grad
+
+    def pack(self):
+        """Move every laid-out value and gradient into two contiguous arenas (once)."""
+        laid_out = [p for p in self.parameters.values() if p.value is not None]
+        if self.values_arena is not None and all(p.value.storage.base is self._values_base
+                                                 for p in laid_out):
+            return
+        offsets, total = [], 0
+        for parameter in laid_out:
+            offsets.append(total)
+            total += -(-parameter.value.desc.size // ALIGNMENT) * ALIGNMENT
+        values, grads = aligned_bytes(max(total, ALIGNMENT)), aligned_bytes(max(total, ALIGNMENT))
+        for parameter, offset in zip(laid_out, offsets):
+            size = parameter.value.desc.size
+            for memory, arena in ((parameter.value, values), (parameter.grad, grads)):
+                arena[offset:offset + size] = memory.storage[:size]
+                memory.storage = arena[offset:offset + size]
+                lib.dnnl_memory_set_data_handle(memory.handle, memory.storage.ctypes.data)
+        self._values_base = values.base
+        self.values_arena = values.view(np.float32)
+        self.grads_arena = grads.view(np.float32)
+
+    # -- Keras-layout access (edges) ---------------------------------------------------------
+    def get_value(self, name):
+        parameter = self.parameters[name]
+        if parameter.value is None:
+            return parameter.pending_value.copy()
+        out = Memory(parameter.user_desc)
+        reorder_now(parameter.value, out)
+        return out.as_array().copy()
+
+    def set_value(self, name, array):
+        parameter = self.parameters[name]
+        array = np.ascontiguousarray(array, dtype=np.float32)
+        if array.size != int(np.prod(parameter.dims)):
+            raise ValueError(f"parameter {name!r}: expected {int(np.prod(parameter.dims))} "
+                             f"values, got array of shape {array.shape}")
+        if parameter.value is None:
+            parameter.pending_value = array.copy()
+        else:
+            self._write(parameter, array)
+
+    def get_grad(self, name):
+        """The last computed gradient in the Keras layout (for tests and diagnostics)."""
+        parameter = self.parameters[name]
+        out = Memory(parameter.user_desc)
+        reorder_now(parameter.grad, out)
+        return out.as_array().copy()
+
+    @staticmethod
+    def _write(parameter, array):
+        source = Memory(parameter.user_desc)
+        source.as_array()[:] = array.reshape(-1)
+        reorder_now(source, parameter.value)

@@ -1,0 +1,112 @@
+"""StepPlan: a model compiled for one batch shape into a flat list of bound calls.
+
+Training plan:  input reorder -> forward (fused primitives) -> loss head -> backward in
+                reverse -> optimizer update over the packed parameter arena.
+Inference plan: input reorder -> forward (forward_inference primitives) -> output reorder.
+
+Everything is allocated while the plan is built; `train_step()` / `predict_step()` only run
+the list. `data_format` changes nothing but the descriptor of the input (and output) edge.
+"""
+
+import time
+
+import numpy as np
+
+from ..binding import constants as dnnl
+from ..binding.engine import wait
+from ..binding.memory import Memory, MemoryDesc
+from ..ops.tensor import CHANNELS_LAST, Tensor
+from .builder import PlanBuilder
+
+
+def logical_dims(keras_shape, data_format):
+    """Keras shape (batch first) -> oneDNN logical dims (N, C, H, W)."""
+    if len(keras_shape) == 4 and data_format == CHANNELS_LAST:
+        n, h, w, c = keras_shape
+        return (n, c, h, w)
+    return tuple(keras_shape)
+
+
+def plain_desc(tensor_dims, data_format, data_type=dnnl.f32):
+    """The user's (numpy, C-order) layout of a logical tensor."""
+    if len(tensor_dims) == 4:
+        tag = dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
+        return MemoryDesc.with_tag(tensor_dims, data_type, tag)
+    return MemoryDesc.with_tag(tensor_dims, data_type)
+
+
+class StepPlan:
+    """Args:
+        ops: the model's ops in order (each with `forward(builder, x, need_input_grad)`).
+        input_shape: Keras input shape including the batch size.
+        data_format: 'channels_last' or 'channels_first' (only the input/output edges).
+        parameters: the model's ParameterStore.
+        loss_head: for training, an op with `forward(builder, logits, labels)`; the last op
+            (the softmax it fuses) is then not run in training.
+        optimizer: for training, a runtime updater with `apply(values, grads)`.
+    """
+
+    def __init__(self, ops, input_shape, data_format, parameters, loss_head=None,
+                 optimizer=None, label_shape=None):
+        start = time.perf_counter()
+        self.training = loss_head is not None
+        self.parameters = parameters
+        self.optimizer = optimizer
+        builder = PlanBuilder(parameters, training=self.training)
+        self.builder = builder
+        dims = logical_dims(input_shape, data_format)
+        self.input_memory = Memory(plain_desc(dims, data_format))
+        self.inputs = self.input_memory.as_array().reshape(input_shape)
+
+        ops = list(ops)
+        forward_ops = ops[:-1] if self.training else ops
+        tensor = Tensor(self.input_memory, data_format)
+        backwards = []
+        seen_parameters = False
+        for op in forward_ops:
+            has_parameters = bool(op.parameter_dims(tensor.dims))
+            # The first layers with weights need no input gradient: nothing before them learns.
+            tensor, backward = op.forward(builder, tensor, need_input_grad=seen_parameters)
+            backwards.append(backward)
+            seen_parameters = seen_parameters or has_parameters
+        if self.training:
+            self.labels = np.zeros(label_shape, dtype=np.float32)
+            self.outputs, self.stats, loss_backward = loss_head.forward(builder, tensor,
+                                                                        self.labels)
+            grad = loss_backward()
+            for backward in reversed(backwards):
+                grad = backward(grad)
+                if grad is None:
+                    break
+        else:
+            output_desc = plain_desc(tensor.dims, tensor.data_format)
+            output = builder.reorder(tensor.memory, output_desc, "output")
+            if output is tensor.memory:  # keep the user's array separate from plan buffers
+                output = builder.allocate(output_desc)
+                builder.add_forward(builder.kernel(np.copyto, (output.as_array(),
+                                                               tensor.memory.as_array()), "copy"))
+            self.outputs = output.as_array().reshape(tensor.keras_shape)
+        builder.finish()
+        parameters.pack()
+        self.calls = builder.forward_calls + builder.backward_calls
+        self._runs = [call.run for call in self.calls]
+        self.build_seconds = time.perf_counter() - start
+
+    def train_step(self):
+        """Run forward, loss, backward and the update on `self.inputs` / `self.labels`.
+
+        Returns the stats array (mean loss, mean accuracy) of this batch."""
+        for run in self._runs:
+            run()
+        self.optimizer.apply(self.parameters.values_arena, self.parameters.grads_arena)
+        return self.stats
+
+    def predict_step(self):
+        for run in self._runs:
+            run()
+        wait()
+        return self.outputs
+
+    def describe(self):
+        """One line per call: what a step runs, in order (the plan as a reader sees it)."""
+        return [call.label for call in self.calls]
