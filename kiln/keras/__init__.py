@@ -1,0 +1,14 @@
+"""kiln.keras: the Keras API on kiln's engine.
+
+    from kiln import keras
+    from kiln.keras.models import Sequential
+    from kiln.keras.layers import Conv2D, Dense
+"""
+
+from . import (activations, backend, callbacks, datasets, initializers, layers, losses, metrics,
+               models, optimizers, utils)
+from .layers import Input
+from .models import Model, Sequential
+
+__all__ = ["activations", "backend", "callbacks", "datasets", "initializers", "layers", "losses",
+           "metrics", "models", "optimizers", "utils", "Input", "Model", "Sequential"]

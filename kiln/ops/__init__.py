@@ -1,0 +1,14 @@
+"""Ops: each is a shape rule plus a forward and a backward planned onto oneDNN primitives
+(or numba kernels where oneDNN has none)."""
+
+from .activation import Activation
+from .conv2d import Conv2D
+from .dense import Dense
+from .dropout import Dropout
+from .eltwise import FUSABLE
+from .flatten import Flatten
+from .pooling import Pooling2D
+from .softmax_cross_entropy import SoftmaxCrossEntropy
+
+__all__ = ["Activation", "Conv2D", "Dense", "Dropout", "FUSABLE", "Flatten", "Pooling2D",
+           "SoftmaxCrossEntropy"]

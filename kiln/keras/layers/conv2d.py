@@ -1,0 +1,80 @@
+"""Conv2D layer (`keras.layers.Conv2D`)."""
+
+from ... import ops
+from ...graph.symbolic import apply
+from .. import activations, backend, initializers
+from .base_layer import Layer, check_choice, pair
+
+
+class Conv2D(Layer):
+    """2D convolution; bias and activation run fused inside the oneDNN primitive.
+
+    Args:
+        filters: number of output channels.
+        kernel_size: int or pair.
+        strides: int or pair.
+        padding: 'valid' or 'same'.
+        data_format: 'channels_last' (default from keras.json) or 'channels_first'; only the
+            order of the user's axes, never the speed.
+        dilation_rate: only 1 is supported.
+        activation: name or function (relu, tanh, sigmoid fuse; softmax runs after).
+        use_bias, kernel_initializer, bias_initializer: as in Keras.
+
+    Example:
+        >>> model = Sequential([Conv2D(32, (3, 3), activation="relu", input_shape=(28, 28, 1))])
+    """
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(filters, int) or filters <= 0:
+            raise ValueError(f"{self.context}: argument filters must be a positive int, "
+                             f"got {filters!r}")
+        self.filters = filters
+        self.kernel_size = pair(kernel_size, self.context, "kernel_size")
+        self.strides = pair(strides, self.context, "strides")
+        self.padding = check_choice(padding, ("valid", "same"), self.context, "padding")
+        self.data_format = backend.normalize_data_format(data_format, self.context)
+        if pair(dilation_rate, self.context, "dilation_rate") != (1, 1):
+            raise ValueError(f"{self.context}: argument dilation_rate must be 1 (dilated "
+                             f"convolutions are not supported yet), got {dilation_rate!r}")
+        self.activation = activations.get_name(activation, self.context)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer, self.context)
+        self.bias_initializer = initializers.get(bias_initializer, self.context)
+        fused = self.activation if self.activation in ops.FUSABLE else None
+        self.op = ops.Conv2D(self.name, filters, self.kernel_size, self.strides, self.padding,
+                             fused, use_bias)
+
+    def build(self, input_shape):
+        if len(input_shape) != 4:
+            raise ValueError(f"{self.context}: expected a 4D input (batch, height, width, "
+                             f"channels) or (batch, channels, height, width), got shape "
+                             f"{input_shape}")
+        dims = self.op.parameter_dims(self._input_tensor.dims)
+        channels = self._input_tensor.dims[1]
+        kh, kw = self.kernel_size
+        self.kernel = self.add_weight("kernel", (kh, kw, channels, self.filters),
+                                      self.kernel_initializer, *dims["kernel"])
+        if self.use_bias:
+            self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer,
+                                        *dims["bias"])
+
+    def call(self, inputs):
+        if inputs.data_format != self.data_format:
+            raise ValueError(f"{self.context}: data_format {self.data_format!r} differs from "
+                             f"its input's {inputs.data_format!r}; use one data_format per model")
+        output = apply(self.op, inputs)
+        if self.activation not in ops.FUSABLE and self.activation != "linear":
+            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
+                           output)
+        return output
+
+    def get_config(self):
+        return {**super().get_config(), "filters": self.filters,
+                "kernel_size": self.kernel_size, "strides": self.strides,
+                "padding": self.padding, "data_format": self.data_format,
+                "activation": self.activation, "use_bias": self.use_bias,
+                "kernel_initializer": self.kernel_initializer.__name__,
+                "bias_initializer": self.bias_initializer.__name__}

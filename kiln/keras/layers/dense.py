@@ -1,0 +1,55 @@
+"""Dense layer (`keras.layers.Dense`)."""
+
+from ... import ops
+from ...graph.symbolic import apply
+from .. import activations, initializers
+from .base_layer import Layer
+
+
+class Dense(Layer):
+    """Fully connected layer: oneDNN inner product with bias and activation fused.
+
+    After Flatten it reads the 4D activation directly (no reshape, no reorder); its kernel is
+    still the Keras (features, units) matrix.
+
+    Args: units, activation, use_bias, kernel_initializer, bias_initializer.
+    """
+
+    def __init__(self, units, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        if not isinstance(units, int) or units <= 0:
+            raise ValueError(f"{self.context}: argument units must be a positive int, "
+                             f"got {units!r}")
+        self.units = units
+        self.activation = activations.get_name(activation, self.context)
+        self.use_bias = use_bias
+        self.kernel_initializer = initializers.get(kernel_initializer, self.context)
+        self.bias_initializer = initializers.get(bias_initializer, self.context)
+        fused = self.activation if self.activation in ops.FUSABLE else None
+        self.op = ops.Dense(self.name, units, fused, use_bias)
+
+    def build(self, input_shape):
+        if len(input_shape) != 2:
+            raise ValueError(f"{self.context}: expected a 2D input (batch, features), got "
+                             f"shape {input_shape}; add a Flatten layer before it")
+        x = self._input_tensor
+        dims = self.op.parameter_dims(x.dims, x.data_format)
+        self.kernel = self.add_weight("kernel", (input_shape[1], self.units),
+                                      self.kernel_initializer, *dims["kernel"])
+        if self.use_bias:
+            self.bias = self.add_weight("bias", (self.units,), self.bias_initializer,
+                                        *dims["bias"])
+
+    def call(self, inputs):
+        output = apply(self.op, inputs)
+        if self.activation not in ops.FUSABLE and self.activation != "linear":
+            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
+                           output)
+        return output
+
+    def get_config(self):
+        return {**super().get_config(), "units": self.units, "activation": self.activation,
+                "use_bias": self.use_bias,
+                "kernel_initializer": self.kernel_initializer.__name__,
+                "bias_initializer": self.bias_initializer.__name__}

@@ -1,0 +1,49 @@
+"""MaxPooling2D and AveragePooling2D layers (`keras.layers`)."""
+
+from ... import ops
+from ...graph.symbolic import apply
+from .. import backend
+from .base_layer import Layer, check_choice, pair
+
+
+class _Pooling2D(Layer):
+    mode = None
+
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.pool_size = pair(pool_size, self.context, "pool_size")
+        self.strides = self.pool_size if strides is None else pair(strides, self.context,
+                                                                   "strides")
+        self.padding = check_choice(padding, ("valid", "same"), self.context, "padding")
+        self.data_format = backend.normalize_data_format(data_format, self.context)
+        self.op = ops.Pooling2D(self.name, self.mode, self.pool_size, self.strides, self.padding)
+
+    def build(self, input_shape):
+        if len(input_shape) != 4:
+            raise ValueError(f"{self.context}: expected a 4D input, got shape {input_shape}")
+
+    def call(self, inputs):
+        if inputs.data_format != self.data_format:
+            raise ValueError(f"{self.context}: data_format {self.data_format!r} differs from "
+                             f"its input's {inputs.data_format!r}; use one data_format per model")
+        return apply(self.op, inputs)
+
+    def get_config(self):
+        return {**super().get_config(), "pool_size": self.pool_size, "strides": self.strides,
+                "padding": self.padding, "data_format": self.data_format}
+
+
+class MaxPooling2D(_Pooling2D):
+    """Max pooling; keeps a workspace of argmax positions so backward is one pass.
+
+    Args: pool_size, strides (default pool_size), padding ('valid'/'same'), data_format.
+    """
+
+    mode = "max"
+
+
+class AveragePooling2D(_Pooling2D):
+    """Average pooling ('same' padding excludes the padded cells, as in Keras)."""
+
+    mode = "avg"
