@@ -6,12 +6,12 @@ Gets to 99.25% test accuracy after 12 epochs
 '''
 
 from __future__ import print_function
+
 from kiln import keras
-from kiln.keras.datasets import mnist
-from kiln.keras.models import Sequential
-from kiln.keras.layers import Dense, Dropout, Flatten
-from kiln.keras.layers import Conv2D, MaxPooling2D
 from kiln.keras import backend as K
+from kiln.keras.datasets import mnist
+from kiln.keras.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
+from kiln.keras.models import Sequential
 
 batch_size = 128
 num_classes = 10

@@ -161,8 +161,8 @@ class BoundCall:
             raise DnnlError(f"{self.primitive.name} ({self.label}) execute", shapes, status)
 
 
-__all__ = ["Attributes", "default_attributes", "reorder_pd", "PrimitiveDesc", "Primitive", "PrimitiveCache", "primitive_cache",
-           "BoundCall"]
+__all__ = ["Attributes", "default_attributes", "reorder_pd", "PrimitiveDesc", "Primitive",
+           "PrimitiveCache", "primitive_cache", "BoundCall", "reorder_now"]
 
 
 def reorder_now(source, target):

@@ -5,8 +5,19 @@
     from kiln.keras.layers import Conv2D, Dense
 """
 
-from . import (activations, backend, callbacks, datasets, initializers, layers, losses, metrics,
-               models, optimizers, utils)
+from . import (
+               activations,
+               backend,
+               callbacks,
+               datasets,
+               initializers,
+               layers,
+               losses,
+               metrics,
+               models,
+               optimizers,
+               utils,
+)
 from .layers import Input
 from .models import Model, Sequential
 

@@ -90,12 +90,13 @@ def _load_settings():
     except FileNotFoundError:
         return settings
     except (OSError, ValueError) as error:
-        warnings.warn(f"Ignoring Keras config file {path}: {error}")
+        warnings.warn(f"Ignoring Keras config file {path}: {error}", stacklevel=2)
         return settings
     if not isinstance(config, dict):
         warnings.warn(
             f"Ignoring Keras config file {path}: expected a JSON object, "
-            f"got {type(config).__name__}"
+            f"got {type(config).__name__}",
+            stacklevel=2,
         )
         return settings
     for key, check in _CHECKS.items():
@@ -106,7 +107,7 @@ def _load_settings():
                 config[key], f"Keras config file {path}", name=f"key {key!r}"
             )
         except ValueError as error:
-            warnings.warn(f"{error}; using the default {settings[key]!r}")
+            warnings.warn(f"{error}; using the default {settings[key]!r}", stacklevel=2)
     return settings
 
 

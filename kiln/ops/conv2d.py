@@ -6,7 +6,7 @@ pass over the output gradient, never from a separate reduction).
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key, to_dims
+from ..binding.memory import MemoryDesc, to_dims
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from .eltwise import eltwise_backward, post_ops
 
@@ -121,8 +121,9 @@ class Conv2D:
             w_args = {
                 dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
                                               f"{self.name} input for weights", backward=True),
-                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
-                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_DIFF_DST: builder.reorder(
+                    grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
+                    f"{self.name} gradient for weights", backward=True),
                 dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
                     f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
             if self.use_bias:
@@ -137,8 +138,9 @@ class Conv2D:
                 fwd.pd.handle, default_attributes().handle))
             input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
             builder.add_backward(builder.bind(bwd_d, {
-                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
-                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_DIFF_DST: builder.reorder(
+                    grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
+                    f"{self.name} gradient for data", backward=True),
                 dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
                                                 bwd_d.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))

@@ -87,8 +87,9 @@ class Dense:
                 bias_handle, dst_any.handle, fwd.pd.handle, default_attributes().handle))
             w_args = {
                 dnnl.ARG_SRC: src,
-                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
-                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_DIFF_DST: builder.reorder(
+                    grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
+                    f"{self.name} gradient for weights", backward=True),
                 dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
                     f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
             if self.use_bias:
@@ -102,8 +103,9 @@ class Dense:
                 dst_any.handle, fwd.pd.handle, default_attributes().handle))
             input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
             builder.add_backward(builder.bind(bwd_d, {
-                dnnl.ARG_DIFF_DST: builder.reorder(grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
-                                                   f"{self.name} gradient", backward=True),
+                dnnl.ARG_DIFF_DST: builder.reorder(
+                    grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
+                    f"{self.name} gradient for data", backward=True),
                 dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
                                                 bwd_d.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))

@@ -38,9 +38,10 @@ class Pooling2D:
         if self.padding == "valid":
             pad_l, pad_r = (0, 0), (0, 0)
         else:
-            (t, b), (l, r) = (same_padding(desc.dims[2], self.pool_size[0], self.strides[0]),
-                              same_padding(desc.dims[3], self.pool_size[1], self.strides[1]))
-            pad_l, pad_r = (t, l), (b, r)
+            (top, bottom), (left, right) = (
+                same_padding(desc.dims[2], self.pool_size[0], self.strides[0]),
+                same_padding(desc.dims[3], self.pool_size[1], self.strides[1]))
+            pad_l, pad_r = (top, left), (bottom, right)
         dst_any = MemoryDesc.any(output_dims, builder.data_type)
         geometry = (layout_key(desc), output_dims, self.pool_size, self.strides, pad_l, pad_r)
         alg = ALGORITHMS[self.mode]

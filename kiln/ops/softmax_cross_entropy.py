@@ -72,7 +72,8 @@ class SoftmaxCrossEntropy:
         shape = logits.dims
         builder.add_forward(builder.kernel(
             softmax_cross_entropy_kernel,
-            (logits_plain.as_array().reshape(shape), labels, probabilities.as_array().reshape(shape),
-             logits_grad.as_array().reshape(shape), stats, np.float32(self.epsilon)),
+            (logits_plain.as_array().reshape(shape), labels,
+             probabilities.as_array().reshape(shape), logits_grad.as_array().reshape(shape),
+             stats, np.float32(self.epsilon)),
             f"{self.name} softmax cross-entropy"))
         return probabilities, stats, lambda: logits_grad

@@ -70,7 +70,7 @@ class ParameterStore:
             offsets.append(total)
             total += -(-parameter.value.desc.size // ALIGNMENT) * ALIGNMENT
         values, grads = aligned_bytes(max(total, ALIGNMENT)), aligned_bytes(max(total, ALIGNMENT))
-        for parameter, offset in zip(laid_out, offsets):
+        for parameter, offset in zip(laid_out, offsets, strict=True):
             size = parameter.value.desc.size
             for memory, arena in ((parameter.value, values), (parameter.grad, grads)):
                 arena[offset:offset + size] = memory.storage[:size]

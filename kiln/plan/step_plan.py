@@ -107,6 +107,32 @@ class StepPlan:
         wait()
         return self.outputs
 
+    def profile(self, steps=10):
+        """Median seconds per call label over `steps` training (or inference) steps, plus
+        'optimizer update' and 'outside calls' (Python and dispatch around the list)."""
+        samples = {call.label: [] for call in self.calls}
+        samples["optimizer update"] = []
+        overhead = []
+        for _ in range(steps):
+            step_start = time.perf_counter()
+            inside = 0.0
+            for call in self.calls:
+                start = time.perf_counter()
+                call.run()
+                elapsed = time.perf_counter() - start
+                samples[call.label].append(elapsed)
+                inside += elapsed
+            if self.training:
+                start = time.perf_counter()
+                self.optimizer.apply(self.parameters.values_arena, self.parameters.grads_arena)
+                elapsed = time.perf_counter() - start
+                samples["optimizer update"].append(elapsed)
+                inside += elapsed
+            overhead.append(time.perf_counter() - step_start - inside)
+        result = {label: float(np.median(v)) for label, v in samples.items() if v}
+        result["outside calls"] = float(np.median(overhead))
+        return result
+
     def describe(self):
         """One line per call: what a step runs, in order (the plan as a reader sees it)."""
         return [call.label for call in self.calls]

@@ -110,7 +110,7 @@ class Layer:
         if len(weights) != len(self._weights):
             raise ValueError(f"{self.context}: expected {len(self._weights)} weight arrays "
                              f"{[w.shape for w in self._weights]}, got {len(weights)}")
-        for weight, value in zip(self._weights, weights):
+        for weight, value in zip(self._weights, weights, strict=True):
             weight.assign(value)
 
     def count_params(self):

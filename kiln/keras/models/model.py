@@ -202,7 +202,7 @@ class Model:
         if len(weights) != len(own):
             raise ValueError(f"{self.name}.set_weights: expected {len(own)} arrays, got "
                              f"{len(weights)}")
-        for weight, value in zip(own, weights):
+        for weight, value in zip(own, weights, strict=True):
             weight.assign(value)
 
     def count_params(self):

@@ -1,0 +1,16 @@
+"""The `kiln` command: `kiln bench ...` runs the benchmark harness."""
+
+import sys
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("bench",):
+        print("usage: kiln bench train --model mnist_cnn --format channels_last --steps 50")
+        return 2
+    from .bench.__main__ import main as bench_main
+    return bench_main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
