@@ -1,8 +1,12 @@
-"""`python -m kiln.bench train --model mnist_cnn --format channels_last --steps 50`
+"""kiln's benchmark harness.
 
-Times kiln training steps on synthetic data after warm-up and, in the same run, the machine's
-sgemm peak. The last line is machine-readable:
-    ms_per_step=<median> pct_of_peak=<step GFLOP/s / sgemm GFLOP/s * 100>
+    python -m kiln.bench                  # kiln and every installed peer, side by side
+    python -m kiln.bench compare --models mnist_cnn --repeats 3 --json bench-results/run.json
+    python -m kiln.bench train --model mnist_cnn --format channels_last --steps 50
+    python -m kiln.bench profile --model mnist_cnn          # where a kiln step's time goes
+
+`train` times kiln training steps on synthetic data after warm-up and, in the same run, the
+sgemm peak; its last line is `ms_per_step=<median> pct_of_peak=<percent>`.
 """
 
 import argparse
@@ -11,54 +15,103 @@ import time
 
 import numpy as np
 
+from . import harness
 from .models import MODELS, training_flops
 from .peak import sgemm_gflops
+from .peers import FRAMEWORKS
+
+FORMATS = ["channels_last", "channels_first"]
 
 
-def time_training(model_name, data_format, steps, warmup):
-    model, shape, batch = MODELS[model_name](data_format)
-    rng = np.random.default_rng(0)
-    x = rng.random((batch, *shape), dtype=np.float32)
-    y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, batch)]
-    model.build()
-    plan = model._plan(True, batch)
-    plan.inputs[...] = x
-    plan.labels[...] = y
-    for _ in range(warmup):
+def _prepared_plan(model_name, data_format, training=True):
+    from .peers import kiln_runner
+    step = kiln_runner.prepare(model_name, data_format, "train" if training else "infer",
+                               "f32")
+    return step.__self__  # the StepPlan whose bound method was returned
+
+
+def command_train(args):
+    peak_before = sgemm_gflops()
+    plan = _prepared_plan(args.model, args.format)
+    for _ in range(args.warmup):
         plan.train_step()
     times = []
-    for _ in range(steps):
+    for _ in range(args.steps):
         start = time.perf_counter()
         plan.train_step()
-        times.append(time.perf_counter() - start)
-    return np.array(times) * 1e3, training_flops(model, batch)
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m kiln.bench")
-    sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser("train", help="median ms per training step and % of sgemm peak")
-    train.add_argument("--model", choices=sorted(MODELS), default="mnist_cnn")
-    train.add_argument("--format", choices=["channels_last", "channels_first"],
-                       default="channels_last")
-    train.add_argument("--steps", type=int, default=50)
-    train.add_argument("--warmup", type=int, default=5)
-    args = parser.parse_args(argv)
-
-    peak_before = sgemm_gflops()
-    times, flops = time_training(args.model, args.format, args.steps, args.warmup)
-    peak_after = sgemm_gflops()
-    peak = max(peak_before, peak_after)
+        times.append((time.perf_counter() - start) * 1e3)
+    peak = max(peak_before, sgemm_gflops())
+    model, _, batch = MODELS[args.model](args.format)
+    model.build()
+    flops = training_flops(model, batch)
+    times = np.array(times)
     median = float(np.median(times))
     step_gflops = flops / median / 1e6
     print(f"model={args.model} format={args.format} steps={args.steps} "
           f"gflop_per_step={flops / 1e9:.3f}")
     print(f"step ms: median {median:.2f} best {times.min():.2f} "
           f"p90 {np.percentile(times, 90):.2f}")
-    print(f"sgemm peak GFLOP/s: {peak:.1f} (before {peak_before:.1f}, after {peak_after:.1f}); "
-          f"step GFLOP/s: {step_gflops:.1f}")
+    print(f"sgemm peak GFLOP/s: {peak:.1f}; step GFLOP/s: {step_gflops:.1f}")
     print(f"ms_per_step={median:.2f} pct_of_peak={100.0 * step_gflops / peak:.1f}")
     return 0
+
+
+def command_profile(args):
+    plan = _prepared_plan(args.model, args.format, training=args.mode == "train")
+    for _ in range(args.warmup):
+        plan.train_step() if plan.training else plan.predict_step()
+    timed = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        plan.train_step() if plan.training else plan.predict_step()
+        timed.append(time.perf_counter() - start)
+    profile = plan.profile(args.steps)
+    step = float(np.median(timed)) * 1e3
+    inside = sum(v for k, v in profile.items() if k != "outside calls") * 1e3
+    print(f"{args.model} {args.mode} {args.format}: median step {step:.2f} ms, sum of call "
+          f"medians {inside:.2f} ms, outside calls {100 * max(step - inside, 0) / step:.1f}%")
+    for label, seconds in sorted(profile.items(), key=lambda kv: -kv[1]):
+        print(f"  {seconds * 1e3:8.3f} ms  {100 * seconds * 1e3 / step:5.1f}%  {label}")
+    return 0
+
+
+def command_compare(args):
+    frameworks = args.frameworks or list(FRAMEWORKS)
+    report = harness.run(args.models, args.formats, args.modes, args.precisions, frameworks,
+                         args.repeats, args.steps, args.warmup, args.json, args.log)
+    print(harness.format_table(report))
+    print(f"JSON: {args.json}")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m kiln.bench")
+    sub = parser.add_subparsers(dest="command")
+    compare = sub.add_parser("compare", help="kiln and installed peers side by side")
+    compare.add_argument("--models", nargs="+", choices=sorted(MODELS), default=sorted(MODELS))
+    compare.add_argument("--formats", nargs="+", choices=FORMATS, default=FORMATS)
+    compare.add_argument("--modes", nargs="+", choices=["train", "infer"],
+                         default=["train", "infer"])
+    compare.add_argument("--precisions", nargs="+", choices=["f32", "bf16"], default=["f32"])
+    compare.add_argument("--frameworks", nargs="+", choices=sorted(FRAMEWORKS))
+    compare.add_argument("--repeats", type=int, default=3)
+    compare.add_argument("--steps", type=int, default=15)
+    compare.add_argument("--warmup", type=int, default=3)
+    compare.add_argument("--json", default="bench-results/compare.json")
+    compare.add_argument("--log", default="bench-results/workers.log")
+    train = sub.add_parser("train", help="median ms per kiln training step and % of peak")
+    profile = sub.add_parser("profile", help="median time of every call of a kiln step")
+    for p in (train, profile):
+        p.add_argument("--model", choices=sorted(MODELS), default="mnist_cnn")
+        p.add_argument("--format", choices=FORMATS, default="channels_last")
+        p.add_argument("--steps", type=int, default=50 if p is train else 20)
+        p.add_argument("--warmup", type=int, default=5)
+    profile.add_argument("--mode", choices=["train", "infer"], default="train")
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["compare", *(argv or sys.argv[1:])])
+    return {"train": command_train, "profile": command_profile,
+            "compare": command_compare}[args.command](args)
 
 
 if __name__ == "__main__":

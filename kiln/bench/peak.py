@@ -1,11 +1,26 @@
-"""The machine's practical f32 matmul peak, measured in the same run as the model steps."""
+"""The machine's practical matmul peaks (f32 sgemm and bf16 matmul through oneDNN), measured
+in the same run as the model steps so that percentages compare like with like."""
 
 import ctypes
 import time
 
 import numpy as np
 
+from ..binding import constants as dnnl
+from ..binding.errors import check
 from ..binding.library import lib
+from ..binding.memory import Memory, MemoryDesc
+from ..binding.primitive import BoundCall, Primitive, PrimitiveDesc, default_attributes
+
+
+def _median_seconds(run, repeats):
+    run()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
 
 
 def sgemm_gflops(size=2048, repeats=7):
@@ -15,17 +30,35 @@ def sgemm_gflops(size=2048, repeats=7):
     c = np.zeros((size, size), dtype=np.float32)
 
     def run():
-        status = lib.dnnl_sgemm(b"N", b"N", size, size, size, 1.0,
-                                ctypes.c_void_p(a.ctypes.data), size,
-                                ctypes.c_void_p(b.ctypes.data), size, 0.0,
-                                ctypes.c_void_p(c.ctypes.data), size)
-        if status != 0:
-            raise RuntimeError(f"dnnl_sgemm failed with status {status}")
+        check(lib.dnnl_sgemm(b"N", b"N", size, size, size, 1.0, ctypes.c_void_p(a.ctypes.data),
+                             size, ctypes.c_void_p(b.ctypes.data), size, 0.0,
+                             ctypes.c_void_p(c.ctypes.data), size), "sgemm", f"{size}^3")
 
-    run()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return 2.0 * size ** 3 / float(np.median(times)) / 1e9
+    return 2.0 * size ** 3 / _median_seconds(run, repeats) / 1e9
+
+
+def bf16_matmul_gflops(size=2048, repeats=7):
+    """Median GFLOP/s of a oneDNN bf16 matmul (bf16 in, f32 out); None without bf16 support."""
+    dims = (size, size)
+    a_desc = MemoryDesc.with_tag(dims, dnnl.bf16)
+    b_desc = MemoryDesc.with_tag(dims, dnnl.bf16)
+    c_desc = MemoryDesc.with_tag(dims, dnnl.f32)
+    try:
+        pd = PrimitiveDesc("dnnl_matmul_primitive_desc_create", "matmul", f"bf16 {size}^3",
+                           a_desc.handle, b_desc.handle, None, c_desc.handle,
+                           default_attributes().handle)
+    except Exception:
+        return None
+    if "ref" in pd.implementation:
+        return None  # a reference kernel says the CPU has no bf16 instructions
+    primitive = Primitive(pd)
+    a, b, c = Memory(a_desc), Memory(b_desc), Memory(c_desc)
+    rng = np.random.default_rng(0)
+    for memory in (a, b):  # bf16 = the high half of an f32
+        values = rng.random(size * size, dtype=np.float32).view(np.uint32) >> 16
+        memory.as_array(np.uint16)[:] = values.astype(np.uint16)
+    args = {dnnl.ARG_SRC: a, dnnl.ARG_WEIGHTS: b, dnnl.ARG_DST: c}
+    if primitive.scratchpad_desc is not None:
+        args[dnnl.ARG_SCRATCHPAD] = Memory(primitive.scratchpad_desc)
+    call = BoundCall(primitive, args, "bf16 matmul peak")
+    return 2.0 * size ** 3 / _median_seconds(call.run, repeats) / 1e9

@@ -37,7 +37,7 @@ abc = 4
 abcd = 5
 acdb = 22    # nhwc
 ba = 14      # io
-bcda = 27    # (C, H, W, O): a flattened channels_first feature order feeding a dense layer
+bcda = 26    # (C, H, W, O): a flattened channels_first feature order feeding a dense layer
 cdba = 28    # hwio
 
 # dnnl_format_kind_t
@@ -110,3 +110,8 @@ ARG_FROM = 1
 ARG_TO = 17
 
 MAX_NDIMS = 12
+
+# dnnl_cpu_isa_t (bit masks: an ISA includes every ISA whose bits it contains)
+cpu_isa_avx512_core = 0x27
+cpu_isa_avx512_core_bf16 = 0xE7
+cpu_isa_avx512_core_amx = 0xFEF

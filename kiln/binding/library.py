@@ -88,6 +88,7 @@ DECLARATIONS = {
     "dnnl_inner_product_backward_weights_primitive_desc_create":
         (status_t, [PH, H, H, H, H, H, H, H]),
     "dnnl_binary_primitive_desc_create": (status_t, [PH, H, c_int, H, H, H, H]),
+    "dnnl_matmul_primitive_desc_create": (status_t, [PH, H, H, H, H, H, H]),
     "dnnl_sgemm": (status_t, [c_char, c_char, dim_t, dim_t, dim_t, c_float, c_void_p, dim_t,
                               c_void_p, dim_t, c_float, c_void_p, dim_t]),
 }

@@ -122,6 +122,7 @@ class Memory:
     __slots__ = ("desc", "storage", "handle")
 
     def __init__(self, desc, storage=None):
+        self.handle = None
         self.desc = desc
         if storage is None:
             storage = aligned_bytes(max(desc.size, 1))

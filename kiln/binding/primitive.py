@@ -17,6 +17,7 @@ class Attributes:
     """`dnnl_primitive_attr_t`: post-ops, user scratchpad and math mode."""
 
     def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict):
+        self.handle = None
         self.key = (tuple(eltwise_post_ops), fpmath_mode)
         handle = ctypes.c_void_p()
         check(lib.dnnl_primitive_attr_create(ctypes.byref(handle)), "attr create")
@@ -45,6 +46,7 @@ class PrimitiveDesc:
     """An owned `dnnl_primitive_desc_t`, created by one of the `*_primitive_desc_create` calls."""
 
     def __init__(self, create_function, name, shapes, *args, engine_first=True):
+        self.handle = None  # so __del__ is safe when creation raises
         handle = ctypes.c_void_p()
         leading = (cpu_engine(),) if engine_first else ()
         status = getattr(lib, create_function)(ctypes.byref(handle), *leading, *args)
@@ -97,6 +99,7 @@ class Primitive:
     """A ready-to-run primitive and the descriptor it was made from."""
 
     def __init__(self, pd):
+        self.handle = None
         handle = ctypes.c_void_p()
         check(lib.dnnl_primitive_create(ctypes.byref(handle), pd.handle), pd.name, pd.shapes)
         self.handle = handle

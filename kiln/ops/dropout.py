@@ -7,22 +7,30 @@ memory in whatever layout it has. The uint8 mask is kept for backward: dx = dy *
 
 import numpy as np
 
-from .numba_config import PARALLEL, njit, prange
+from .numba_config import PARALLEL, SERIAL, njit, prange
 
 BLOCK = 16384
 LOW32 = np.uint64(0xFFFFFFFF)
 
 
+@njit(**SERIAL)
+def _mix64(z):
+    """splitmix64's finalizer: seeds and step numbers become unrelated 64-bit salts."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
 @njit(**PARALLEL)
 def dropout_forward_kernel(x, y, mask, keep_threshold, scale, counter):
-    """Keep x[i] when a 24-bit hash of (i, call counter) is >= keep_threshold.
+    """Keep x[i] when a 24-bit hash of (i, seed, step) is >= keep_threshold.
 
     The hash is murmur3's 32-bit finalizer, written on uint64 with explicit masks because numba
     widens uint32 arithmetic; it vectorizes well enough (about 1 ms per million elements on
-    2 cores). The counter advances once per call, so every step draws a new mask.
+    2 cores). counter = [seed, step]; the step advances per call: a new mask every step.
     """
     n = x.size
-    salt = (counter[0] * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+    salt = _mix64(_mix64(counter[0]) + counter[1]) >> np.uint64(32)
     for block in prange((n + BLOCK - 1) // BLOCK):
         start = block * BLOCK
         stop = min(n, start + BLOCK)
@@ -36,7 +44,7 @@ def dropout_forward_kernel(x, y, mask, keep_threshold, scale, counter):
             keep = np.uint8((h >> np.uint64(8)) >= keep_threshold)
             mask[i] = keep
             y[i] = x[i] * (scale * keep)
-    counter[0] += np.uint64(1)
+    counter[1] += np.uint64(1)
 
 
 @njit(**PARALLEL)
@@ -63,7 +71,7 @@ class Dropout:
         self.name = name
         self.rate = float(rate)
         seed = np.random.randint(0, 2**62) if seed is None else seed
-        self.counter = np.array([int(seed) % 2**64], dtype=np.uint64)
+        self.counter = np.array([int(seed) % 2**64, 0], dtype=np.uint64)  # [seed, step]
 
     def output_dims(self, input_dims):
         return tuple(input_dims)

@@ -129,7 +129,9 @@ class _DeferredReorder(Memory):
         key = ("reorder", layout_key(self.desc), layout_key(self._grad.desc))
         builder = self._builder
         primitive = builder.primitive(key, lambda: reorder_pd(self.desc, self._grad.desc))
-        builder.add_backward(builder.bind(primitive, {dnnl.ARG_FROM: self,
-                                                      dnnl.ARG_TO: self._grad}, self._label))
+        # Appended directly: add_backward would see `self` among the args and flush again.
+        builder.backward_calls.append(builder.bind(primitive, {dnnl.ARG_FROM: self,
+                                                               dnnl.ARG_TO: self._grad},
+                                                   self._label))
         builder.reorder_labels.append(self._label)
 

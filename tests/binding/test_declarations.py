@@ -16,8 +16,7 @@ import sys
 
 import pytest
 
-from kiln.binding import constants
-from kiln.binding import library
+from kiln.binding import constants, library
 
 INCLUDE = os.path.join(sys.prefix, "include")
 HEADER = os.path.join(INCLUDE, "oneapi", "dnnl", "dnnl.h")
@@ -97,16 +96,7 @@ def preprocessed():
     return result.stdout
 
 
-# kiln bugs found by this file (strict xfail: the test starts passing once the value is fixed).
-KNOWN_WRONG = {
-    "bcda": "kiln bug: constants.bcda = 27 is dnnl_cdab; dnnl_bcda is 26 (the tag of a "
-            "channels_first Dense-after-Flatten kernel)",
-}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_WRONG[name]))
-    if name in KNOWN_WRONG else name for name in sorted(kiln_constants())])
+@pytest.mark.parametrize("name", sorted(kiln_constants()))
 def test_constant_matches_header(name, header_values):
     assert getattr(constants, name) == header_values[name], (
         f"kiln.binding.constants.{name} = {getattr(constants, name)} but "

@@ -199,14 +199,13 @@ def check_numerical_gradients(harness, x, params, dy, result, reference=None, en
         return float(np.sum(reference(xr.astype(np.float64),
                                       {k: v.astype(np.float64) for k, v in pr.items()}) * dy64))
 
-    def smooth(xr_plus, pr_plus, xr_minus, pr_minus, xr_plus_small, pr_plus_small, xr_minus_small,
-               pr_minus_small):
+    def smooth(perturbed):
+        """The reference objective's slope over +-eps equals its slope over +-eps/100."""
         if reference is None:
             return True
-        wide = (ref_objective(xr_plus, pr_plus) - ref_objective(xr_minus, pr_minus)) / (2 * eps)
-        narrow = (ref_objective(xr_plus_small, pr_plus_small)
-                  - ref_objective(xr_minus_small, pr_minus_small)) / (2 * eps / 100)
-        return abs(wide - narrow) <= 1e-3 * max(1.0, abs(narrow))
+        slopes = [(ref_objective(*perturbed(step)) - ref_objective(*perturbed(-step)))
+                  / (2 * step) for step in (eps, eps / 100)]
+        return abs(slopes[0] - slopes[1]) <= 1e-3 * max(1.0, abs(slopes[1]))
 
     targets = []
     if result.input_grad is not None:
@@ -229,8 +228,7 @@ def check_numerical_gradients(harness, x, params, dy, result, reference=None, en
                 pp[name][index] += delta
                 return x, pp
 
-            if not smooth(*perturbed(eps), *perturbed(-eps), *perturbed(eps / 100),
-                          *perturbed(-eps / 100)):
+            if not smooth(perturbed):
                 continue
             values = []
             for delta in (eps, -eps):

@@ -2,9 +2,16 @@
 
 import numpy as np
 import pytest
+from op_checker import (
+    CHANNELS_FIRST,
+    CHANNELS_LAST,
+    OpHarness,
+    activation_backward,
+    activation_forward,
+    check_op,
+    run_ops,
+)
 
-from op_checker import (CHANNELS_FIRST, CHANNELS_LAST, OpHarness, activation_backward,
-                        activation_forward, check_op, run_ops, to_nhwc)
 from kiln.ops.activation import Activation
 
 ELEMENTWISE = ["relu", "tanh", "sigmoid", "linear", None]
@@ -32,7 +39,7 @@ def test_activation_forward_backward(activation, shape, data_format):
 
     result, harness = check_op(Activation("act", activation), x, {}, dy, reference, data_format,
                                reference_grads, rtol=1e-5, atol=1e-6, grad_rtol=1e-4,
-                               grad_atol=1e-5, eps=1e-3, entries=16)
+                               grad_atol=1e-5, eps=1e-3, entries=6)
     if activation in (None, "linear"):
         # identity: no primitive at all, the gradient passes straight through
         assert harness.builder.forward_calls == [] and harness.builder.backward_calls == []

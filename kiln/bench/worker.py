@@ -1,0 +1,60 @@
+"""A benchmark worker: one framework per process, driven by the harness over a pipe.
+
+    python -m kiln.bench.worker FRAMEWORK
+
+Reads one JSON request per line on stdin: {"model", "format", "mode", "precision", "steps",
+"warmup"}; answers one JSON line: {"times_ms": [...]} or {"unsupported": reason} or
+{"error": text}. Prepared models are kept between requests, so repeats only time steps.
+Library chatter goes to stderr; the answer channel is the original stdout.
+"""
+
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+from .peers import FRAMEWORKS
+
+
+def main(framework):
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything the frameworks print goes to stderr
+    module_name, keras_backend = FRAMEWORKS[framework]
+    if keras_backend:
+        os.environ["KERAS_BACKEND"] = keras_backend
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    runner = importlib.import_module(module_name)
+    prepared = {}
+    for line in sys.stdin:
+        request = json.loads(line)
+        key = (request["model"], request["format"], request["mode"], request["precision"])
+        try:
+            reason = runner.unsupported(*key)
+            if reason:
+                answers.write(json.dumps({"unsupported": reason}) + "\n")
+                continue
+            if key not in prepared:
+                start = time.perf_counter()
+                prepared[key] = runner.prepare(*key)
+                prepared[key]()  # first call compiles / builds the plan
+                setup_seconds = time.perf_counter() - start
+            else:
+                setup_seconds = 0.0
+            step = prepared[key]
+            for _ in range(request["warmup"]):
+                step()
+            times = []
+            for _ in range(request["steps"]):
+                start = time.perf_counter()
+                step()
+                times.append((time.perf_counter() - start) * 1e3)
+            answers.write(json.dumps({"times_ms": times, "setup_s": setup_seconds}) + "\n")
+        except Exception as error:  # report, keep serving the other configurations
+            traceback.print_exc()
+            answers.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

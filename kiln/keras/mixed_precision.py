@@ -1,0 +1,57 @@
+"""Mixed precision policies (`keras.mixed_precision`).
+
+'mixed_bfloat16' runs activations and convolution/dense inputs in bf16 with f32 master
+weights and optimizer state. It needs native bf16 (avx512_bf16 or AMX); elsewhere the policy
+stays float32 and says so once.
+"""
+
+import warnings
+
+from ..binding import constants as dnnl
+from ..binding.library import lib
+
+POLICIES = ("float32", "mixed_bfloat16")
+
+
+def native_bf16():
+    """True when oneDNN runs bf16 convolutions on native instructions on this CPU."""
+    isa = lib.dnnl_get_effective_cpu_isa()
+    return isa & dnnl.cpu_isa_avx512_core_bf16 == dnnl.cpu_isa_avx512_core_bf16
+
+
+class Policy:
+    """Args: name: 'float32' or 'mixed_bfloat16'."""
+
+    def __init__(self, name):
+        if name not in POLICIES:
+            raise ValueError(f"Policy: argument name must be one of {list(POLICIES)}, "
+                             f"got {name!r}")
+        self.name = name
+
+    @property
+    def compute_dtype(self):
+        return "bfloat16" if self.name == "mixed_bfloat16" else "float32"
+
+    @property
+    def variable_dtype(self):
+        return "float32"
+
+    def __repr__(self):
+        return f'<Policy "{self.name}">'
+
+
+_global = [Policy("float32")]
+
+
+def set_global_policy(policy):
+    """Set the policy for layers and models created afterwards."""
+    policy = policy if isinstance(policy, Policy) else Policy(policy)
+    if policy.name == "mixed_bfloat16" and not native_bf16():
+        warnings.warn("mixed_bfloat16: this CPU has no native bf16 (avx512_bf16 or AMX); "
+                      "keeping float32", stacklevel=2)
+        policy = Policy("float32")
+    _global[0] = policy
+
+
+def global_policy():
+    return _global[0]
