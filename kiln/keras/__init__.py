@@ -14,6 +14,7 @@ from . import (
                layers,
                losses,
                metrics,
+               mixed_precision,
                models,
                optimizers,
                utils,
@@ -22,4 +23,5 @@ from .layers import Input
 from .models import Model, Sequential
 
 __all__ = ["activations", "backend", "callbacks", "datasets", "initializers", "layers", "losses",
-           "metrics", "models", "optimizers", "utils", "Input", "Model", "Sequential"]
+           "metrics", "mixed_precision", "models", "optimizers", "utils", "Input", "Model",
+           "Sequential"]

@@ -86,6 +86,7 @@ class Conv2D:
         shapes = f"Conv2D '{self.name}' input {list(input_dims)} output {list(output_dims)}"
         src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
         w_any = MemoryDesc.any(weight_dims, dt)
+        w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
         bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None
         bias_handle = bias_desc.handle if bias_desc is not None else None
         strides, dilates = to_dims(self.strides), to_dims((0, 0))
@@ -101,6 +102,18 @@ class Conv2D:
 
         fwd = builder.primitive(("conv fwd", builder.prop_kind, dt, geometry, self.activation),
                                 make_forward)
+
+        def backward_weights():
+            return builder.primitive(("conv bwd weights", dt, geometry), lambda: PrimitiveDesc(
+                "dnnl_convolution_backward_weights_primitive_desc_create",
+                "convolution backward weights", shapes, dnnl.convolution_direct, src_any.handle,
+                w_grad_any.handle, bias_handle, dst_any.handle, strides, dilates, pad_l_dims,
+                pad_r_dims, fwd.pd.handle, default_attributes().handle))
+
+        if builder.training and dt != dnnl.f32:
+            # bf16 compute keeps f32 master weights in the layout their gradient comes in.
+            builder.master_layout(f"{self.name}/kernel",
+                                  backward_weights().pd.md(dnnl.query_diff_weights_md))
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
         args = {dnnl.ARG_SRC: src,
                 dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
@@ -113,11 +126,7 @@ class Conv2D:
 
         def backward(output_grad):
             grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            bwd_w = builder.primitive(("conv bwd weights", dt, geometry), lambda: PrimitiveDesc(
-                "dnnl_convolution_backward_weights_primitive_desc_create",
-                "convolution backward weights", shapes, dnnl.convolution_direct, src_any.handle,
-                w_any.handle, bias_handle, dst_any.handle, strides, dilates, pad_l_dims,
-                pad_r_dims, fwd.pd.handle, default_attributes().handle))
+            bwd_w = backward_weights()
             w_args = {
                 dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
                                               f"{self.name} input for weights", backward=True),

@@ -24,7 +24,8 @@ class Pooling2D:
         out_h = conv_output_length(h, self.pool_size[0], self.strides[0], self.padding)
         out_w = conv_output_length(w, self.pool_size[1], self.strides[1], self.padding)
         if out_h <= 0 or out_w <= 0:
-            raise ValueError(f"MaxPooling2D '{self.name}': input of height x width {h}x{w} is "
+            layer = "MaxPooling2D" if self.mode == "max" else "AveragePooling2D"
+            raise ValueError(f"{layer} '{self.name}': input of height x width {h}x{w} is "
                              f"smaller than pool_size {self.pool_size}")
         return (n, c, out_h, out_w)
 

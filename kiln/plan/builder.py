@@ -42,6 +42,7 @@ class PlanBuilder:
         self.forward_calls = []
         self.backward_calls = []
         self.reorder_labels = []
+        self._parameter_views = {}
         self._scratchpad_memories = []
         self._scratchpad_bytes = 0
         self._scratchpad_storage = aligned_bytes(64)
@@ -96,9 +97,17 @@ class PlanBuilder:
 
     # -- parameters -------------------------------------------------------------------------
     def param(self, name, desc):
-        """The parameter's value in layout `desc` (a reorder per step if it is kept in another)."""
-        value = self.parameters.value_memory(name, desc)
-        return self.reorder(value, desc, f"{name} to layout")
+        """The parameter's value in layout `desc` (a reorder per step if it is kept in another;
+        one reorder per layout, shared by every primitive that reads that layout)."""
+        key = (name, layout_key(desc))
+        if key not in self._parameter_views:
+            value = self.parameters.value_memory(name, desc)
+            self._parameter_views[key] = self.reorder(value, desc, f"{name} to layout")
+        return self._parameter_views[key]
+
+    def master_layout(self, name, desc):
+        """Keep the f32 master copy of `name` in layout `desc` (if not laid out yet)."""
+        self.parameters.value_memory(name, desc)
 
     def param_grad(self, name, desc):
         """Where a backward primitive should write the gradient of `name` in layout `desc`."""

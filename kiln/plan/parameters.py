@@ -47,6 +47,8 @@ class ParameterStore:
         """The value's Memory; the first caller's `desc` becomes the stored layout."""
         parameter = self.parameters[name]
         if parameter.value is None:
+            if desc.data_type != dnnl.f32:  # masters stay f32; a bf16 reader gets a reorder
+                desc = parameter.user_desc
             parameter.value = Memory(desc)
             parameter.grad = Memory(desc)
             self._write(parameter, parameter.pending_value)

@@ -44,15 +44,18 @@ class StepPlan:
         loss_head: for training, an op with `forward(builder, logits, labels)`; the last op
             (the softmax it fuses) is then not run in training.
         optimizer: for training, a runtime updater with `apply(values, grads)`.
+        label_shape: for training, the shape of the labels buffer (batch, classes).
+        data_type: dnnl.f32, or dnnl.bf16 for bf16 activations and conv/dense inputs (weights,
+            their gradients and the optimizer stay f32).
     """
 
     def __init__(self, ops, input_shape, data_format, parameters, loss_head=None,
-                 optimizer=None, label_shape=None):
+                 optimizer=None, label_shape=None, data_type=dnnl.f32):
         start = time.perf_counter()
         self.training = loss_head is not None
         self.parameters = parameters
         self.optimizer = optimizer
-        builder = PlanBuilder(parameters, training=self.training)
+        builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
         self.builder = builder
         dims = logical_dims(input_shape, data_format)
         self.input_memory = Memory(plain_desc(dims, data_format))

@@ -1,6 +1,7 @@
 """Layer: the Keras base class. `build()` creates weights, `call()` emits engine ops on a
 symbolic tensor, `get_config()` describes the layer for serialization."""
 
+import numbers
 import re
 from collections import defaultdict
 
@@ -59,9 +60,9 @@ class Layer:
         cls = type(self).__name__
         batch_input_shape = kwargs.pop("batch_input_shape", None)
         input_dim = kwargs.pop("input_dim", None)
-        if kwargs:
-            raise TypeError(f"{cls}: unexpected keyword argument(s) {sorted(kwargs)}")
         self.name = name or unique_name(cls)
+        if kwargs:
+            raise TypeError(f"{self.context}: unexpected keyword argument(s) {sorted(kwargs)}")
         if input_shape is None and batch_input_shape is not None:
             input_shape = tuple(batch_input_shape)[1:]
         if input_shape is None and input_dim is not None:
@@ -153,10 +154,15 @@ class Layer:
         return f"<{type(self).__name__} name={self.name}>"
 
 
+def is_integer(value):
+    """Python and numpy integers (Keras accepts `Dense(y.max() + 1)`), but not bools."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def pair(value, context, argument):
     """Keras accepts an int or a pair for kernel_size, strides, pool_size."""
-    if isinstance(value, int):
-        return (value, value)
+    if is_integer(value):
+        return (int(value), int(value))
     try:
         a, b = value
         return (int(a), int(b))

@@ -3,7 +3,7 @@
 from ... import ops
 from ...graph.symbolic import apply
 from .. import activations, backend, initializers
-from .base_layer import Layer, check_choice, pair
+from .base_layer import Layer, check_choice, is_integer, pair
 
 
 class Conv2D(Layer):
@@ -28,10 +28,10 @@ class Conv2D(Layer):
                  dilation_rate=(1, 1), activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(filters, int) or filters <= 0:
+        if not is_integer(filters) or filters <= 0:
             raise ValueError(f"{self.context}: argument filters must be a positive int, "
                              f"got {filters!r}")
-        self.filters = filters
+        self.filters = int(filters)
         self.kernel_size = pair(kernel_size, self.context, "kernel_size")
         self.strides = pair(strides, self.context, "strides")
         self.padding = check_choice(padding, ("valid", "same"), self.context, "padding")

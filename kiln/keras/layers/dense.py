@@ -3,7 +3,7 @@
 from ... import ops
 from ...graph.symbolic import apply
 from .. import activations, initializers
-from .base_layer import Layer
+from .base_layer import Layer, is_integer
 
 
 class Dense(Layer):
@@ -18,10 +18,10 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(units, int) or units <= 0:
+        if not is_integer(units) or units <= 0:
             raise ValueError(f"{self.context}: argument units must be a positive int, "
                              f"got {units!r}")
-        self.units = units
+        self.units = int(units)
         self.activation = activations.get_name(activation, self.context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(kernel_initializer, self.context)

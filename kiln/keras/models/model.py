@@ -8,6 +8,7 @@ buffers and runs the plan.
 import numpy as np
 
 from ... import ops
+from ...binding import constants as dnnl
 from ...plan.step_plan import StepPlan
 from .. import backend
 from .. import losses as losses_module
@@ -45,12 +46,15 @@ class Model:
         plan = self._plans.get(key)
         if plan is None:
             input_shape = (batch_size, *self.input.shape[1:])
+            data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
             if training:
                 plan = StepPlan(self.ops, input_shape, self.data_format, self.store,
                                 self.loss_head, self.optimizer.make_updater(),
-                                label_shape=(batch_size, *self.output.shape[1:]))
+                                label_shape=(batch_size, *self.output.shape[1:]),
+                                data_type=data_type)
             else:
-                plan = StepPlan(self.ops, input_shape, self.data_format, self.store)
+                plan = StepPlan(self.ops, input_shape, self.data_format, self.store,
+                                data_type=data_type)
             self._plans[key] = plan
         return plan
 
@@ -67,7 +71,7 @@ class Model:
         expected = self.input.shape[1:]
         if x.shape[1:] != expected:
             raise ValueError(
-                f"{self.layers[0].context}: argument x must have shape (batch, "
+                f"{self.first_layer.context}: argument x must have shape (batch, "
                 f"{', '.join(map(str, expected))}) for data_format '{self.data_format}', "
                 f"got {x.shape}")
         return np.ascontiguousarray(x, dtype=np.float32)
@@ -141,9 +145,9 @@ class Model:
                 for name in accuracy_names:
                     logs[name] = float(accuracy)
                 callback_list.on_train_batch_end(step, logs)
-            epoch_logs = {"loss": totals[0] / seen}
+            epoch_logs = {"loss": float(totals[0] / seen)}
             for name in accuracy_names:
-                epoch_logs[name] = totals[1] / seen
+                epoch_logs[name] = float(totals[1] / seen)
             if validation_data is not None:
                 val_loss, val_accuracy = self._evaluate_arrays(val_x, val_y, batch_size)
                 epoch_logs["val_loss"] = val_loss

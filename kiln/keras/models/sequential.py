@@ -3,7 +3,7 @@
 from ...graph.symbolic import SymbolicTensor, ops_in_order
 from ...plan.parameters import ParameterStore
 from ...plan.step_plan import logical_dims
-from .. import backend
+from .. import backend, mixed_precision
 from ..layers.input_layer import InputLayer
 from .model import Model
 
@@ -48,7 +48,10 @@ class Sequential(Model):
         if shape is None:
             raise ValueError(f"{first.context}: the first layer needs input_shape=, e.g. "
                              "input_shape=(28, 28, 1)")
-        data_format = getattr(first, "data_format", None) or backend.image_data_format()
+        # The first layer that has a data_format decides how the input is read (an Input or
+        # InputLayer in front has none).
+        data_format = next((layer.data_format for layer in self.layers
+                            if getattr(layer, "data_format", None)), backend.image_data_format())
         dims = logical_dims((None, *shape), data_format)
         self.store = ParameterStore()
         tensor = SymbolicTensor(dims, data_format)
@@ -61,6 +64,10 @@ class Sequential(Model):
         self.output = tensor
         self.ops = ops_in_order(tensor)
         self.data_format = data_format
+        self.first_layer = next(layer for layer in self.layers
+                                if not isinstance(layer, InputLayer))
+        # The policy in force when the model is built decides its compute type, as in Keras.
+        self.compute_dtype = mixed_precision.global_policy().compute_dtype
         self.built = True
 
     def get_config(self):
