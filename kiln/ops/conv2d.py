@@ -9,6 +9,7 @@ from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, to_dims
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from .eltwise import eltwise_backward, post_ops
+from .tensor import Tensor
 
 
 def conv_output_length(length, kernel, stride, padding):
@@ -125,7 +126,9 @@ class Conv2D:
         output = args[dnnl.ARG_DST]
 
         def backward(output_grad):
-            grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
+            grad = output_grad
+            if not result.activation_grad_applied_downstream:
+                grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
             bwd_w = backward_weights()
             w_args = {
                 dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
@@ -155,4 +158,5 @@ class Conv2D:
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
             return input_grad
 
-        return x.with_memory(output), backward
+        result = Tensor(output, x.data_format, activation=self.activation)
+        return result, backward

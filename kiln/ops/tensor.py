@@ -19,11 +19,17 @@ class Tensor:
             changes the memory layout, only how the tensor is shown to (or read from) the user.
         flattened: True when Keras sees (N, features) while the memory is still 4D; the
             feature order is (H, W, C) for channels_last and (C, H, W) for channels_first.
+        activation: the activation fused into the op that produced this tensor, if any.
+        activation_grad_applied_downstream: set by a consumer (max pooling) that applies the
+            activation's derivative to its smaller output gradient instead; the producer then
+            skips its own activation backward.
     """
 
     memory: Memory
     data_format: str = CHANNELS_LAST
     flattened: bool = False
+    activation: str | None = None
+    activation_grad_applied_downstream: bool = False
 
     @property
     def dims(self):

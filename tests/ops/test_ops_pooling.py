@@ -116,27 +116,32 @@ def test_avg_pool_same_excludes_padding():
     assert result.input_grad[0, 0, 0, 0] == pytest.approx(0.25)
 
 
+@pytest.mark.parametrize("activation", ["tanh", "relu", "sigmoid"])
 @pytest.mark.parametrize("data_format", FORMATS)
-def test_pooling_after_conv_in_blocked_layout(data_format):
-    """Pooling runs in whatever (possibly blocked) layout the conv produced."""
+def test_pooling_after_conv_in_blocked_layout(data_format, activation):
+    """Pooling runs in whatever (possibly blocked) layout the conv produced, and applies the
+    conv's activation derivative to the pooled gradient (the conv then skips its own)."""
     rng = np.random.default_rng(3)
     shape = (2, 8, 8, 16) if data_format == CHANNELS_LAST else (2, 16, 8, 8)
     x = rng.normal(size=shape).astype(np.float32)
     kernel = rng.normal(0, 0.2, size=(3, 3, 16, 16)).astype(np.float32)
     bias = rng.normal(0, 0.1, size=16).astype(np.float32)
-    ops = [Conv2D("conv", 16, (3, 3), padding="same", activation="tanh"),
+    ops = [Conv2D("conv", 16, (3, 3), padding="same", activation=activation),
            Pooling2D("pool", "max", (2, 2), (2, 2))]
     from op_checker import conv2d_reference
 
     def reference(x64, p64):
-        y = conv2d_reference(x64, p64["conv/kernel"], p64["conv/bias"], (1, 1), "same", "tanh",
-                             data_format)
+        y = conv2d_reference(x64, p64["conv/kernel"], p64["conv/bias"], (1, 1), "same",
+                             activation, data_format)
         return pool2d_reference(y, "max", (2, 2), (2, 2), "valid", data_format)
 
     dy = rng.normal(size=reference(x.astype(np.float64), {"conv/kernel": kernel.astype(
         np.float64), "conv/bias": bias.astype(np.float64)}).shape).astype(np.float32)
-    check_op(ops, x, {"conv/kernel": kernel, "conv/bias": bias}, dy, reference, data_format,
-             rtol=1e-4, atol=1e-5, eps=1e-2, entries=4)
+    _, harness = check_op(ops, x, {"conv/kernel": kernel, "conv/bias": bias}, dy, reference,
+                          data_format, rtol=1e-4, atol=1e-5, eps=1e-2, entries=8)
+    labels = [call.label for call in harness.builder.backward_calls]
+    assert f"pool {activation} backward" in labels
+    assert f"conv {activation} backward" not in labels
 
 
 def test_first_layer_pooling_has_no_input_gradient():

@@ -80,7 +80,7 @@ def expected(batches):
                          for c in range(3)], axis=-1)
     train = [batches[n] for n in BATCH_NAMES[:5]]
     return ((images(np.concatenate([p for p, _ in train])),
-             np.array(sum((l for _, l in train), []), np.uint8).reshape(-1, 1)),
+             np.array(sum((labels for _, labels in train), []), np.uint8).reshape(-1, 1)),
             (images(batches["test_batch"][0]),
              np.array(batches["test_batch"][1], np.uint8).reshape(-1, 1)))
 
