@@ -3,7 +3,6 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-STEPS ?= 50
 
 .PHONY: train test bench install install-test clean
 
@@ -18,6 +17,10 @@ $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
+$(VENV)/.installed-peers: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[peers]'
+	touch $@
+
 install: $(VENV)/.installed
 
 install-test: $(VENV)/.installed-test
@@ -28,9 +31,9 @@ train: install
 test: install-test
 	$(PY) -m pytest -q
 
-bench: install
-	$(PY) -m kiln.bench train --model mnist_cnn --format channels_last --steps $(STEPS)
-	$(PY) -m kiln.bench train --model mnist_cnn --format channels_first --steps $(STEPS)
+# kiln and every peer (Keras 3 + TensorFlow / JAX, PyTorch) side by side; JSON in bench-results/
+bench: $(VENV)/.installed-peers
+	$(PY) -m kiln.bench compare --precisions f32 bf16 --json bench-results/compare.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

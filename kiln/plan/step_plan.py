@@ -14,6 +14,7 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.engine import wait
+from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
 from ..ops.tensor import CHANNELS_LAST, Tensor
 from .builder import PlanBuilder
@@ -94,6 +95,18 @@ class StepPlan:
         self.calls = builder.forward_calls + builder.backward_calls
         self._runs = [call.run for call in self.calls]
         self.build_seconds = time.perf_counter() - start
+
+    def use_input(self, x, y=None):
+        """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
+        of the plan's input shape) without copying it; copy the small labels `y`."""
+        if x.shape != self.inputs.shape or x.dtype != np.float32 or x.ctypes.data % 64:
+            raise ValueError(f"plan input must be an aligned float32 array of shape "
+                             f"{self.inputs.shape}, got {x.dtype} {x.shape}")
+        lib.dnnl_memory_set_data_handle(self.input_memory.handle, x.ctypes.data)
+        self.input_memory.storage = x.reshape(-1).view(np.uint8)
+        self.inputs = x
+        if y is not None:
+            self.labels[...] = y
 
     def train_step(self):
         """Run forward, loss, backward and the update on `self.inputs` / `self.labels`.

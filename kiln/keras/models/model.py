@@ -10,6 +10,7 @@ import numpy as np
 from ... import ops
 from ...binding import constants as dnnl
 from ...plan.step_plan import StepPlan
+from ...runtime.feeder import BatchFeeder
 from .. import backend
 from .. import losses as losses_module
 from .. import metrics as metrics_module
@@ -130,18 +131,19 @@ class Model:
         for epoch in range(initial_epoch, epochs):
             callback_list.on_epoch_begin(epoch)
             order = np.random.permutation(count) if shuffle else np.arange(count)
+            order = order[:steps * batch_size]
             totals = np.zeros(2)
             seen = 0
-            for step in range(steps):
-                index = order[step * batch_size:(step + 1) * batch_size]
-                plan = self._plan(True, len(index))
-                np.take(x, index, axis=0, out=plan.inputs)
-                np.take(y, index, axis=0, out=plan.labels)
+            feeder = BatchFeeder(x, y, order, batch_size)
+            for step, (x_batch, y_batch) in enumerate(feeder.batches()):
+                size = len(x_batch)
+                plan = self._plan(True, size)
+                plan.use_input(x_batch, y_batch)
                 callback_list.on_train_batch_begin(step)
                 loss, accuracy = plan.train_step()
-                totals += (loss * len(index), accuracy * len(index))
-                seen += len(index)
-                logs = {"loss": float(loss), "size": len(index)}
+                totals += (loss * size, accuracy * size)
+                seen += size
+                logs = {"loss": float(loss), "size": size}
                 for name in accuracy_names:
                     logs[name] = float(accuracy)
                 callback_list.on_train_batch_end(step, logs)
