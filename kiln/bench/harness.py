@@ -68,7 +68,13 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
     samples = {}
     notes = {}
     started = time.time()
+    kiln_details = {}
     try:
+        if "kiln" in workers:  # first, while the worker is new: fit() start-up cost
+            for model in model_names:
+                kiln_details[f"{model} seconds to first fit step"] = workers["kiln"].request(
+                    what="first_step", model=model, format=formats[0], mode="train",
+                    precision="f32").get("seconds")
         for repeat in range(repeats):
             for config in configs:
                 order = list(workers)
@@ -85,6 +91,12 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
                         notes[key] = answer.get("unsupported") or answer.get("error")
             print(f"repeat {repeat + 1}/{repeats} done ({time.time() - started:.0f} s)",
                   file=sys.stderr)
+        if "kiln" in workers:  # where kiln's step time goes, call by call
+            for model, mode, precision in product(model_names, modes, precisions):
+                answer = workers["kiln"].request(what="profile", model=model, mode=mode,
+                                                 format=formats[0], precision=precision,
+                                                 steps=steps)
+                kiln_details[f"{model} {mode} {precision} profile"] = answer
     finally:
         for worker in workers.values():
             worker.close()
@@ -95,10 +107,11 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
     return build_report(samples, notes, status, peaks, peaks_before, peaks_after,
                         dict(models=model_names, formats=formats, modes=modes,
                              precisions=precisions, repeats=repeats, steps=steps,
-                             warmup=warmup), json_path)
+                             warmup=warmup), json_path, kiln_details)
 
 
-def build_report(samples, notes, status, peaks, peaks_before, peaks_after, settings, json_path):
+def build_report(samples, notes, status, peaks, peaks_before, peaks_after, settings, json_path,
+                 kiln_details):
     flops = model_flops()
     rows = []
     for key, times in sorted(samples.items()):
@@ -123,6 +136,7 @@ def build_report(samples, notes, status, peaks, peaks_before, peaks_after, setti
     report = {"settings": settings, "peaks_gflops": peaks, "peaks_before": peaks_before,
               "peaks_after": peaks_after, "frameworks": status,
               "notes": {" ".join(k): v for k, v in notes.items()}, "results": rows,
+              "kiln": kiln_details,
               "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}}
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
     with open(json_path, "w") as f:
@@ -152,6 +166,14 @@ def format_table(report):
             f"{'' if ratio_best is None else f'{ratio_best:.2f}':>10}"
             f"{row['gflops']:>9.0f}{row['pct_f32_peak']:>6.0f}"
             f"{'' if pct_bf16 is None else f'{pct_bf16:.0f}':>6}")
+    for name, detail in report["kiln"].items():
+        if isinstance(detail, dict) and "calls_ms" in detail:
+            inside = sum(v for k, v in detail["calls_ms"].items() if k != "outside calls")
+            outside = max(detail["step_ms"] - inside, 0.0)
+            lines.append(f"kiln {name}: step {detail['step_ms']:.1f} ms, outside primitives "
+                         f"{outside:.2f} ms ({100 * outside / detail['step_ms']:.1f}%)")
+        elif detail is not None:
+            lines.append(f"kiln {name}: {detail:.2f}")
     for framework, reason in report["frameworks"].items():
         if reason:
             lines.append(f"{framework}: {reason}")

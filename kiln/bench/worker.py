@@ -4,7 +4,9 @@
 
 Reads one JSON request per line on stdin: {"model", "format", "mode", "precision", "steps",
 "warmup"}; answers one JSON line: {"times_ms": [...]} or {"unsupported": reason} or
-{"error": text}. Prepared models are kept between requests, so repeats only time steps.
+{"error": text}. kiln's worker also answers {"what": "profile"} (per-call times) and
+{"what": "first_step"} (seconds from a new model to its first fit() batch).
+Prepared models are kept between requests, so repeats only time steps.
 Library chatter goes to stderr; the answer channel is the original stdout.
 """
 
@@ -31,6 +33,13 @@ def main(framework):
         request = json.loads(line)
         key = (request["model"], request["format"], request["mode"], request["precision"])
         try:
+            if request.get("what") == "profile":
+                answers.write(json.dumps(runner.profile(*key, request["steps"])) + "\n")
+                continue
+            if request.get("what") == "first_step":
+                seconds = runner.seconds_to_first_step(request["model"], request["format"])
+                answers.write(json.dumps({"seconds": seconds}) + "\n")
+                continue
             reason = runner.unsupported(*key)
             if reason:
                 answers.write(json.dumps({"unsupported": reason}) + "\n")

@@ -29,3 +29,45 @@ def prepare(model, data_format, mode, precision):
         plan.labels[...] = y
         return plan.train_step
     return plan.predict_step
+
+
+def profile(model, data_format, mode, precision, steps):
+    """Median ms of every call of the plan, plus the step median measured without timers."""
+    import time
+
+    import numpy as np
+
+    step = prepare(model, data_format, mode, precision)
+    plan = step.__self__
+    for _ in range(3):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    calls = {label: seconds * 1e3 for label, seconds in plan.profile(steps).items()}
+    return {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls}
+
+
+def seconds_to_first_step(model, data_format):
+    """From a new model to the end of its first fit() batch: plan building, primitive creation
+    and kernel loading (numba's cache is warm after any earlier run)."""
+    import time
+
+    import numpy as np
+
+    from ...keras.callbacks import Callback
+
+    start = time.perf_counter()
+    keras_model, _, batch = models.MODELS[model](data_format)
+    x, y = synthetic.batch(model, data_format)
+    marks = []
+
+    class FirstBatch(Callback):
+        def on_train_batch_end(self, batch_index, logs=None):
+            marks.append(time.perf_counter())
+
+    keras_model.fit(np.concatenate([x, x]), np.concatenate([y, y]), batch_size=batch,
+                    epochs=1, verbose=0, callbacks=[FirstBatch()])
+    return marks[0] - start
