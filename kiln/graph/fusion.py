@@ -1,0 +1,26 @@
+"""Graph rewrites applied before planning.
+
+The classic cifar10_cnn writes `Conv2D(32, (3, 3))` then `Activation('relu')`: two layers,
+but one oneDNN primitive with an eltwise post-op does both, and saves a pass over the tensor
+forward. Parameter names stay those of the conv/dense op, so weights are unaffected.
+"""
+
+import copy
+
+from ..ops import FUSABLE, Activation, Conv2D, Dense
+
+
+def fuse_activations(ops):
+    """Fold Activation(relu|tanh|sigmoid) into a preceding Conv2D/Dense without activation."""
+    fused = []
+    for op in ops:
+        previous = fused[-1] if fused else None
+        if (isinstance(op, Activation) and op.activation in FUSABLE
+                and isinstance(previous, (Conv2D, Dense))
+                and previous.activation in (None, "linear")):
+            merged = copy.copy(previous)
+            merged.activation = op.activation
+            fused[-1] = merged
+            continue
+        fused.append(op)
+    return fused

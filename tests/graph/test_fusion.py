@@ -1,0 +1,54 @@
+"""Conv2D/Dense + Activation layers fold into one fused op, with identical results."""
+
+import numpy as np
+import pytest
+
+from kiln import keras
+from kiln.graph.fusion import fuse_activations
+from kiln.keras.layers import Activation, Conv2D, Dense, Flatten, MaxPooling2D
+from kiln.ops import Activation as ActivationOp
+from kiln.ops import Conv2D as Conv2DOp
+from kiln.ops import Dense as DenseOp
+
+
+def test_fold_rules():
+    ops = [Conv2DOp("c", 4, (3, 3)), ActivationOp("a", "relu"),
+           Conv2DOp("c2", 4, (3, 3), activation="relu"), ActivationOp("a2", "tanh"),
+           DenseOp("d", 3), ActivationOp("s", "softmax")]
+    fused = fuse_activations(ops)
+    assert [type(op).__name__ for op in fused] == ["Conv2D", "Conv2D", "Activation", "Dense",
+                                                   "Activation"]
+    assert fused[0].activation == "relu" and fused[0].name == "c"
+    assert ops[0].activation is None  # the original op is not modified
+    assert fused[2].activation == "tanh"  # an already-activated conv keeps its Activation
+    assert fused[4].activation == "softmax"  # softmax is never a post-op
+
+
+def two_models(separate):
+    keras.initializers.set_random_seed(0)
+    if separate:
+        layers = [Conv2D(8, (3, 3), input_shape=(8, 8, 3)), Activation("relu"),
+                  MaxPooling2D(), Flatten(), Dense(6), Activation("tanh"), Dense(3),
+                  Activation("softmax")]
+    else:
+        layers = [Conv2D(8, (3, 3), activation="relu", input_shape=(8, 8, 3)), MaxPooling2D(),
+                  Flatten(), Dense(6, activation="tanh"), Dense(3, activation="softmax")]
+    model = keras.Sequential(layers)
+    model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.1))
+    return model
+
+
+@pytest.mark.parametrize("steps", [0, 3])
+def test_separate_activation_layers_train_like_fused_ones(steps):
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(16, 8, 8, 3)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 16)]
+    separate, fused = two_models(True), two_models(False)
+    fused.set_weights(separate.get_weights())
+    if steps:
+        separate.fit(x, y, batch_size=16, epochs=steps, shuffle=False, verbose=0)
+        fused.fit(x, y, batch_size=16, epochs=steps, shuffle=False, verbose=0)
+    np.testing.assert_allclose(separate.predict(x), fused.predict(x), rtol=1e-5, atol=1e-6)
+    for a, b in zip(separate.get_weights(), fused.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert len(separate.ops) == len(fused.ops)  # the Activation layers were folded away
