@@ -5,7 +5,7 @@ these records back from the model output to get the ops in execution order. Dims
 logical order (N, C, H, W) with the batch left as None.
 """
 
-from ..ops.tensor import CHANNELS_LAST
+from ..ops.tensor import CHANNELS_LAST, keras_shape
 
 
 class SymbolicTensor:
@@ -26,13 +26,7 @@ class SymbolicTensor:
     @property
     def shape(self):
         """The Keras shape, batch first (None)."""
-        dims = self.dims
-        if len(dims) == 4:
-            n, c, h, w = dims
-            if self.flattened:
-                return (n, c * h * w)
-            return (n, h, w, c) if self.data_format == CHANNELS_LAST else (n, c, h, w)
-        return dims
+        return keras_shape(self.dims, self.data_format, self.flattened)
 
     def __repr__(self):
         return f"<SymbolicTensor shape={self.shape}>"

@@ -11,7 +11,6 @@ from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from .eltwise import eltwise_backward, post_ops
 from .tensor import Tensor
 
-
 # Convolutions keep no workspace, so inference plans may use the training kind too; oneDNN 3.2
 # picks a slower kernel for some small forward_inference convs (cifar10_cnn's 64->64 on 15x15:
 # 1.8 ms as inference, 1.2 ms as training), and sharing the kind shares the weight layout.

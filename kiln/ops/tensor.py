@@ -8,6 +8,17 @@ CHANNELS_LAST = "channels_last"
 CHANNELS_FIRST = "channels_first"
 
 
+def keras_shape(dims, data_format, flattened=False):
+    """The shape Keras shows for logical dims (N, C, H, W): (N, H, W, C) for channels_last,
+    (N, C*H*W) once flattened; 2D dims are shown as they are. N may be None."""
+    if len(dims) == 4:
+        n, c, h, w = dims
+        if flattened:
+            return (n, c * h * w)
+        return (n, h, w, c) if data_format == CHANNELS_LAST else (n, c, h, w)
+    return tuple(dims)
+
+
 @dataclass
 class Tensor:
     """A plan tensor.
@@ -37,13 +48,7 @@ class Tensor:
 
     @property
     def keras_shape(self):
-        dims = self.dims
-        if len(dims) == 4:
-            n, c, h, w = dims
-            if self.flattened:
-                return (n, c * h * w)
-            return (n, h, w, c) if self.data_format == CHANNELS_LAST else (n, c, h, w)
-        return dims
+        return keras_shape(self.dims, self.data_format, self.flattened)
 
     def with_memory(self, memory):
         return Tensor(memory, self.data_format, self.flattened)

@@ -7,7 +7,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from ...graph.symbolic import SymbolicTensor
+from ... import ops
+from ...graph.symbolic import SymbolicTensor, apply
 from ...plan.parameters import ParameterStore
 
 _name_counts = defaultdict(int)
@@ -97,6 +98,23 @@ class Layer:
         weight = Weight(self._store, path, shape)
         self._weights.append(weight)
         return weight
+
+    def add_kernel_and_bias(self, kernel_shape, parameter_dims):
+        """The kernel (and bias, with use_bias) of a conv or dense layer, in Keras shapes;
+        `parameter_dims` is the op's {name: (logical dims, user tag)}."""
+        self.kernel = self.add_weight("kernel", kernel_shape, self.kernel_initializer,
+                                      *parameter_dims["kernel"])
+        if self.use_bias:
+            self.bias = self.add_weight("bias", (kernel_shape[-1],), self.bias_initializer,
+                                        *parameter_dims["bias"])
+
+    def apply_with_activation(self, op, inputs):
+        """Run `op` (which fuses relu/tanh/sigmoid), then any activation it could not fuse."""
+        output = apply(op, inputs)
+        if self.activation not in ops.FUSABLE and self.activation != "linear":
+            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
+                           output)
+        return output
 
     @property
     def weights(self):

@@ -1,7 +1,6 @@
 """Conv2D layer (`keras.layers.Conv2D`)."""
 
 from ... import ops
-from ...graph.symbolic import apply
 from .. import activations, backend, initializers
 from .base_layer import Layer, check_choice, is_integer, pair
 
@@ -55,21 +54,13 @@ class Conv2D(Layer):
         dims = self.op.parameter_dims(self._input_tensor.dims)
         channels = self._input_tensor.dims[1]
         kh, kw = self.kernel_size
-        self.kernel = self.add_weight("kernel", (kh, kw, channels, self.filters),
-                                      self.kernel_initializer, *dims["kernel"])
-        if self.use_bias:
-            self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer,
-                                        *dims["bias"])
+        self.add_kernel_and_bias((kh, kw, channels, self.filters), dims)
 
     def call(self, inputs):
         if inputs.data_format != self.data_format:
             raise ValueError(f"{self.context}: data_format {self.data_format!r} differs from "
                              f"its input's {inputs.data_format!r}; use one data_format per model")
-        output = apply(self.op, inputs)
-        if self.activation not in ops.FUSABLE and self.activation != "linear":
-            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
-                           output)
-        return output
+        return self.apply_with_activation(self.op, inputs)
 
     def get_config(self):
         return {**super().get_config(), "filters": self.filters,

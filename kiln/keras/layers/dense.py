@@ -1,7 +1,6 @@
 """Dense layer (`keras.layers.Dense`)."""
 
 from ... import ops
-from ...graph.symbolic import apply
 from .. import activations, initializers
 from .base_layer import Layer, is_integer
 
@@ -35,18 +34,10 @@ class Dense(Layer):
                              f"shape {input_shape}; add a Flatten layer before it")
         x = self._input_tensor
         dims = self.op.parameter_dims(x.dims, x.data_format)
-        self.kernel = self.add_weight("kernel", (input_shape[1], self.units),
-                                      self.kernel_initializer, *dims["kernel"])
-        if self.use_bias:
-            self.bias = self.add_weight("bias", (self.units,), self.bias_initializer,
-                                        *dims["bias"])
+        self.add_kernel_and_bias((input_shape[1], self.units), dims)
 
     def call(self, inputs):
-        output = apply(self.op, inputs)
-        if self.activation not in ops.FUSABLE and self.activation != "linear":
-            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
-                           output)
-        return output
+        return self.apply_with_activation(self.op, inputs)
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "activation": self.activation,

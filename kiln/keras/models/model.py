@@ -60,15 +60,19 @@ class Model:
         return plan
 
     # -- input checks -------------------------------------------------------------------------
+    def _numeric(self, array, argument):
+        try:
+            array = np.asarray(array)
+        except Exception as error:
+            raise ValueError(f"{self.name}: argument {argument} must be a numeric array") \
+                from error
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
+            raise ValueError(f"{self.name}: argument {argument} must be a numeric array, got "
+                             f"dtype {array.dtype}")
+        return array
+
     def _check_x(self, x):
-        if not isinstance(x, np.ndarray):
-            try:
-                x = np.asarray(x)
-            except Exception as error:
-                raise ValueError(f"{self.name}: argument x must be a numeric array") from error
-        if not (np.issubdtype(x.dtype, np.number) or x.dtype == np.bool_):
-            raise ValueError(f"{self.name}: argument x must be a numeric array, got dtype "
-                             f"{x.dtype}")
+        x = self._numeric(x, "x")
         expected = self.input.shape[1:]
         if x.shape[1:] != expected:
             raise ValueError(
@@ -78,10 +82,7 @@ class Model:
         return np.ascontiguousarray(x, dtype=np.float32)
 
     def _check_y(self, y, count):
-        y = np.asarray(y)
-        if not np.issubdtype(y.dtype, np.number):
-            raise ValueError(f"{self.name}: argument y must be a numeric array, got dtype "
-                             f"{y.dtype}")
+        y = self._numeric(y, "y")
         expected = self.output.shape[1:]
         if y.shape[1:] != expected:
             raise ValueError(
