@@ -3,6 +3,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# Datasets: as in CI, a shared data folder beside the checkout is used when present; otherwise
+# the loaders read the Keras cache (~/.keras/datasets) or download.
+KILN_DATASETS ?= $(abspath $(wildcard ../shared/data))
+export KILN_DATASETS
 
 .PHONY: train test bench install install-test clean
 

@@ -4,6 +4,7 @@
     python -m kiln.bench compare --models mnist_cnn --repeats 3 --json bench-results/run.json
     python -m kiln.bench train --model mnist_cnn --format channels_last --steps 50
     python -m kiln.bench profile --model mnist_cnn          # where a kiln step's time goes
+    python -m kiln.bench report bench-results/run.json      # a compare run as Markdown
 
 `train` times kiln training steps on synthetic data after warm-up and, in the same run, the
 sgemm peak; its last line is `ms_per_step=<median> pct_of_peak=<percent>`.
@@ -84,6 +85,13 @@ def command_compare(args):
     return 0
 
 
+def command_report(args):
+    import json
+    with open(args.json) as f:
+        print(harness.markdown(json.load(f)))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln.bench")
     sub = parser.add_subparsers(dest="command")
@@ -107,11 +115,13 @@ def main(argv=None):
         p.add_argument("--steps", type=int, default=50 if p is train else 20)
         p.add_argument("--warmup", type=int, default=5)
     profile.add_argument("--mode", choices=["train", "infer"], default="train")
+    report = sub.add_parser("report", help="a compare run's JSON as Markdown")
+    report.add_argument("json", nargs="?", default="bench-results/compare.json")
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["compare", *(argv or sys.argv[1:])])
-    return {"train": command_train, "profile": command_profile,
-            "compare": command_compare}[args.command](args)
+    return {"train": command_train, "profile": command_profile, "compare": command_compare,
+            "report": command_report}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -168,10 +168,7 @@ def format_table(report):
             f"{'' if pct_bf16 is None else f'{pct_bf16:.0f}':>6}")
     for name, detail in report["kiln"].items():
         if isinstance(detail, dict) and "calls_ms" in detail:
-            inside = sum(v for k, v in detail["calls_ms"].items() if k != "outside calls")
-            outside = max(detail["step_ms"] - inside, 0.0)
-            lines.append(f"kiln {name}: step {detail['step_ms']:.1f} ms, outside primitives "
-                         f"{outside:.2f} ms ({100 * outside / detail['step_ms']:.1f}%)")
+            lines.append(f"kiln {name}: {step_efficiency(detail)}")
         elif detail is not None:
             lines.append(f"kiln {name}: {detail:.2f}")
     for framework, reason in report["frameworks"].items():
@@ -183,3 +180,63 @@ def format_table(report):
 
 
 __all__ = ["run", "format_table", "FRAMEWORKS"]
+
+
+def step_efficiency(detail):
+    """One line on what a step spends outside oneDNN primitives and kiln's kernels."""
+    step = detail["step_ms"]
+    loop = detail["calls_ms"].get("outside calls", 0.0)
+    text = (f"plan step {step:.1f} ms, of which between calls (Python, dispatch) "
+            f"{loop:.3f} ms ({100 * loop / step:.1f}%)")
+    if "fit_step_ms" in detail:
+        fit = detail["fit_step_ms"]
+        text += (f"; a fit() step {fit:.1f} ms, {100 * (fit - step) / step:+.1f}% over the plan "
+                 f"step (batch feeding, callbacks)")
+    return text
+
+
+def layer_breakdown(calls_ms):
+    """Per-call medians grouped by layer and pass: {layer: {"forward": ms, "backward": ms}}."""
+    layers = {}
+    for label, ms in calls_ms.items():
+        if label in ("outside calls", "optimizer update"):
+            layers.setdefault(label, {})["step"] = ms
+            continue
+        layer = label.split()[0].split("/")[0]
+        phase = "backward" if ("backward" in label or "gradient" in label) else "forward"
+        entry = layers.setdefault(layer, {})
+        entry[phase] = entry.get(phase, 0.0) + ms
+    return layers
+
+
+def markdown(report):
+    """The report as Markdown: the side-by-side table and kiln's time per layer."""
+    peaks = report["peaks_gflops"]
+    out = [f"Matmul peaks measured in the same run: f32 sgemm {peaks['f32']:.0f} GFLOP/s, "
+           f"bf16 matmul {peaks['bf16'] or 0:.0f} GFLOP/s.", "",
+           "| model | mode | format | precision | framework | median ms | best ms | p10-p90 ms "
+           "| kiln / peer median | kiln / peer best | GFLOP/s | % f32 peak |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in sorted(report["results"], key=lambda r: (r["model"], r["mode"], r["precision"],
+                                                         r["format"], r["framework"])):
+        ratio = row.get("kiln_over_peer_median")
+        ratio_best = row.get("kiln_over_peer_best")
+        out.append(f"| {row['model']} | {row['mode']} | {row['format']} | {row['precision']} | "
+                   f"{row['framework']} | {row['median_ms']:.1f} | {row['best_ms']:.1f} | "
+                   f"{row['p10_ms']:.1f}-{row['p90_ms']:.1f} | "
+                   f"{'' if ratio is None else f'{ratio:.2f}'} | "
+                   f"{'' if ratio_best is None else f'{ratio_best:.2f}'} | "
+                   f"{row['gflops']:.0f} | {row['pct_f32_peak']:.0f} |")
+    for name, detail in report["kiln"].items():
+        if not (isinstance(detail, dict) and "calls_ms" in detail):
+            continue
+        out += ["", f"kiln {name} (channels_last): {step_efficiency(detail)}", "",
+                "| layer | forward ms | backward ms |", "|---|---|---|"]
+        breakdown = layer_breakdown(detail["calls_ms"])
+        for layer, phases in sorted(breakdown.items(), key=lambda kv: -sum(kv[1].values())):
+            if "step" in phases:
+                out.append(f"| {layer} | {phases['step']:.2f} (whole step) | |")
+            else:
+                out.append(f"| {layer} | {phases.get('forward', 0):.2f} | "
+                           f"{phases.get('backward', 0):.2f} |")
+    return "\n".join(out)

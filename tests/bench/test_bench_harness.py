@@ -52,6 +52,11 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
     assert report["kiln"]["cifar10_cnn seconds to first fit step"] > 0
     profile = report["kiln"]["cifar10_cnn train f32 profile"]
     assert "optimizer update" in profile["calls_ms"]
+    breakdown = harness.layer_breakdown(profile["calls_ms"])
+    assert breakdown["conv2d"]["forward"] > 0 and breakdown["dense"]["backward"] > 0
+    text = harness.markdown(report)
+    assert "| cifar10_cnn | train | channels_first | f32 | kiln |" in text
+    assert "| optimizer update |" in text
     if installed("torch") is not None:
         assert "not installed" in report["frameworks"]["torch"]
         assert "torch: not installed" in result.stdout

@@ -47,7 +47,32 @@ def profile(model, data_format, mode, precision, steps):
         step()
         times.append(time.perf_counter() - start)
     calls = {label: seconds * 1e3 for label, seconds in plan.profile(steps).items()}
-    return {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls}
+    result = {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls}
+    if mode == "train":
+        result["fit_step_ms"] = fit_step_ms(model, data_format, precision, steps)
+    return result
+
+
+def fit_step_ms(model, data_format, precision, steps):
+    """Milliseconds per step of a whole fit() epoch of `steps` batches: the plan's step plus
+    everything fit() adds (batch gathering, callbacks, logs); the second of two epochs, so plan
+    building is not counted."""
+    import time
+
+    import numpy as np
+
+    from ...keras import mixed_precision
+    mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
+    try:
+        keras_model, _, batch = models.MODELS[model](data_format)
+    finally:
+        mixed_precision.set_global_policy("float32")
+    x, y = synthetic.batch(model, data_format)
+    x, y = np.concatenate([x] * steps), np.concatenate([y] * steps)
+    keras_model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+    start = time.perf_counter()
+    keras_model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
+    return (time.perf_counter() - start) / steps * 1e3
 
 
 def seconds_to_first_step(model, data_format):
