@@ -53,7 +53,9 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
     profile = report["kiln"]["cifar10_cnn train f32 profile"]
     assert "optimizer update" in profile["calls_ms"]
     breakdown = harness.layer_breakdown(profile["calls_ms"])
-    assert breakdown["conv2d"]["forward"] > 0 and breakdown["dense"]["backward"] > 0
+    assert any(k.startswith("conv2d") and v.get("forward", 0) > 0 for k, v in breakdown.items())
+    assert any(k.startswith("dense") and v.get("backward", 0) > 0 for k, v in breakdown.items())
+    assert profile["fit_step_ms"] > 0
     text = harness.markdown(report)
     assert "| cifar10_cnn | train | channels_first | f32 | kiln |" in text
     assert "| optimizer update |" in text
