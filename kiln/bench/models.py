@@ -8,6 +8,7 @@ from ..keras.layers import Activation, Conv2D, Dense, Dropout, Flatten, MaxPooli
 
 def mnist_cnn(data_format):
     """keras/examples/mnist_cnn.py: batch 128, 10 classes."""
+    keras.backend.clear_session()  # layer names as in a fresh script: conv2d, conv2d_1, ...
     shape = (28, 28, 1) if data_format == "channels_last" else (1, 28, 28)
     model = keras.Sequential([
         Conv2D(32, (3, 3), activation="relu", input_shape=shape, data_format=data_format),
@@ -26,6 +27,7 @@ def mnist_cnn(data_format):
 
 def cifar10_cnn(data_format):
     """keras/examples/cifar10_cnn.py: batch 32, RMSprop(lr=1e-4, decay=1e-6)."""
+    keras.backend.clear_session()
     shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
     f = dict(data_format=data_format)
     model = keras.Sequential([

@@ -209,12 +209,15 @@ def set_floatx(value):
 
 
 def clear_session(free_memory=True):
-    """Exists so Keras scripts calling it keep working; does nothing.
+    """Resets the layer name counters, as Keras does: the next Conv2D is 'conv2d' again.
 
-    kiln keeps no global graph or name state between models, so there is
-    nothing to reset. Settings (data format, epsilon) are kept, as in Keras.
+    Settings (data format, epsilon) are kept, as in Keras.
 
     Args:
-        free_memory: Accepted for Keras compatibility; ignored.
+        free_memory: Accepted for Keras compatibility; kiln frees a model's buffers when the
+            model is garbage collected.
     """
     del free_memory
+    from .layers import base_layer  # the front end's layers depend on this module, not back
+
+    base_layer.reset_names()

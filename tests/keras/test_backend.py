@@ -138,3 +138,12 @@ def test_clear_session_keeps_settings():
     assert backend.clear_session() is None
     assert backend.clear_session(free_memory=False) is None
     assert backend.image_data_format() == "channels_first"
+
+
+def test_clear_session_restarts_layer_names():
+    from kiln.keras.layers import Conv2D, Dense
+    backend.clear_session()
+    assert [Conv2D(2, 3).name, Conv2D(2, 3).name, Dense(2).name] == ["conv2d", "conv2d_1",
+                                                                      "dense"]
+    backend.clear_session()
+    assert Conv2D(2, 3).name == "conv2d"

@@ -14,6 +14,10 @@ from ...plan.parameters import ParameterStore
 _name_counts = defaultdict(int)
 
 
+def reset_names():
+    _name_counts.clear()
+
+
 def unique_name(class_name):
     base = re.sub(r"(?<!^)(?=[A-Z][a-z])", "_", class_name).lower()
     base = re.sub(r"(\d)d$", r"\1d", base)
