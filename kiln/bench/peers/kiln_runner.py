@@ -14,13 +14,19 @@ def unsupported(model, data_format, mode, precision):
     return None
 
 
-def prepare(model, data_format, mode, precision):
+def build(model, data_format, precision):
+    """(Keras model, batch size) under the precision's policy (restored to float32 after)."""
     from ...keras import mixed_precision
     mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
     try:
         keras_model, _, batch = models.MODELS[model](data_format)
     finally:
         mixed_precision.set_global_policy("float32")
+    return keras_model, batch
+
+
+def prepare(model, data_format, mode, precision):
+    keras_model, batch = build(model, data_format, precision)
     x, y = synthetic.batch(model, data_format)
     keras_model.build()
     plan = keras_model._plan(mode == "train", batch)
@@ -61,12 +67,7 @@ def fit_step_ms(model, data_format, precision, steps):
 
     import numpy as np
 
-    from ...keras import mixed_precision
-    mixed_precision.set_global_policy("mixed_bfloat16" if precision == "bf16" else "float32")
-    try:
-        keras_model, _, batch = models.MODELS[model](data_format)
-    finally:
-        mixed_precision.set_global_policy("float32")
+    keras_model, batch = build(model, data_format, precision)
     x, y = synthetic.batch(model, data_format)
     x, y = np.concatenate([x] * steps), np.concatenate([y] * steps)
     keras_model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
