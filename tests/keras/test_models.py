@@ -384,3 +384,15 @@ def test_training_loss_matches_numpy_crossentropy_of_softmax():
                                   + model.get_weights()[1])
     assert history.history["loss"][0] == pytest.approx(np.mean(crossentropy_ref(y, p)), rel=1e-5)
     assert history.history["accuracy"][0] == pytest.approx(accuracy_ref(y, p))
+
+
+def test_evaluate_verbose_prints_one_line_with_the_returned_values(capsys):
+    model = compiled_cnn()
+    x, y = quadrant_data(100)
+    capsys.readouterr()
+    loss, accuracy = model.evaluate(x, y, batch_size=32, verbose=1)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("4/4 - ")
+    assert f"loss: {loss:.4f}" in lines[0] and f"accuracy: {accuracy:.4f}" in lines[0]
+    model.evaluate(x, y, batch_size=32, verbose=0)
+    assert capsys.readouterr().out == ""

@@ -163,17 +163,30 @@ class Model:
         return self.history
 
     # -- inference ----------------------------------------------------------------------------
-    def _predict_arrays(self, x, batch_size):
+    def _predict_arrays(self, x, batch_size, on_batch=None):
+        """Outputs for all of x; `on_batch(index, start, outputs)` after each batch."""
         outputs = np.empty((len(x), *self.output.shape[1:]), dtype=np.float32)
-        for start in range(0, len(x), batch_size):
+        for index, start in enumerate(range(0, len(x), batch_size)):
             chunk = x[start:start + batch_size]
             plan = self._plan(False, len(chunk))
             plan.inputs[...] = chunk
             outputs[start:start + len(chunk)] = plan.predict_step()
+            if on_batch is not None:
+                on_batch(index, start, outputs[start:start + len(chunk)])
         return outputs
 
-    def _evaluate_arrays(self, x, y, batch_size):
-        probabilities = self._predict_arrays(x, batch_size)
+    def _evaluate_arrays(self, x, y, batch_size, callback_list=None):
+        def report(index, start, probabilities):
+            labels = y[start:start + len(probabilities)]
+            logs = {"loss": float(np.mean(losses_module.categorical_crossentropy(
+                labels, probabilities))), "size": len(probabilities)}
+            for name in self.metric_names:
+                logs[name] = float(np.mean(metrics_module.categorical_accuracy(
+                    labels, probabilities)))
+            callback_list.on_test_batch_end(index, logs)
+
+        probabilities = self._predict_arrays(x, batch_size,
+                                             report if callback_list is not None else None)
         loss = float(np.mean(losses_module.categorical_crossentropy(y, probabilities)))
         accuracy = float(np.mean(metrics_module.categorical_accuracy(y, probabilities)))
         return loss, accuracy
@@ -189,8 +202,14 @@ class Model:
             raise RuntimeError("evaluate: call compile() first")
         x = self._check_x(x)
         y = self._check_y(y, len(x))
-        loss, accuracy = self._evaluate_arrays(x, y, int(batch_size or 32))
+        batch_size = int(batch_size or 32)
+        verbose = 1 if verbose == "auto" else verbose
+        callback_list = CallbackList(add_progbar=verbose != 0, model=self, verbose=verbose,
+                                     epochs=1, steps=-(-len(x) // batch_size))
+        callback_list.on_test_begin()
+        loss, accuracy = self._evaluate_arrays(x, y, batch_size, callback_list)
         results = {"loss": loss, **{name: accuracy for name in self.metric_names}}
+        callback_list.on_test_end(results)
         if return_dict:
             return results
         return list(results.values()) if self.metric_names else loss
