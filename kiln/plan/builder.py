@@ -31,7 +31,7 @@ class PlanBuilder:
     Args:
         parameters: the model's ParameterStore (values, gradients, layouts).
         training: build forward_training primitives (with workspaces) and backward calls.
-        data_type: oneDNN data type of activations (f32 for now).
+        data_type: oneDNN data type of activations: f32, or bf16 under mixed precision.
     """
 
     def __init__(self, parameters, training=True, data_type=dnnl.f32):

@@ -84,11 +84,8 @@ class StepPlan:
                     break
         else:
             output_desc = plain_desc(tensor.dims, tensor.data_format)
+            # A view of the plan's buffer, valid until the next step (predict() copies it out).
             output = builder.reorder(tensor.memory, output_desc, "output")
-            if output is tensor.memory:  # keep the user's array separate from plan buffers
-                output = builder.allocate(output_desc)
-                builder.add_forward(builder.kernel(np.copyto, (output.as_array(),
-                                                               tensor.memory.as_array()), "copy"))
             self.outputs = output.as_array().reshape(tensor.keras_shape)
         builder.finish()
         parameters.pack()
