@@ -15,6 +15,7 @@ $(PY):
 
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
+	$(PY) -m kiln.runtime.warmup
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
