@@ -1,0 +1,59 @@
+"""CallbackList: forwards every hook to a list of callbacks."""
+
+from .callback import _HOOK_NAMES, Callback
+from .history import History
+from .progbar_logger import ProgbarLogger
+
+
+class CallbackList(Callback):
+    """Forwards every hook to a list of callbacks, in order.
+
+    Args:
+        callbacks: Callbacks to notify.
+        add_history: Whether to append a `History` if none is given.
+        add_progbar: Whether to append a `ProgbarLogger` if none is given.
+        model: Model passed to every callback's `set_model`.
+        **params: Passed to every callback's `set_params` if given.
+    """
+
+    def __init__(self, callbacks=None, add_history=False, add_progbar=False,
+                 model=None, **params):
+        super().__init__()
+        self.callbacks = list(callbacks or ())
+        if add_history and not any(
+                isinstance(c, History) for c in self.callbacks):
+            self.callbacks.append(History())
+        if add_progbar and not any(
+                isinstance(c, ProgbarLogger) for c in self.callbacks):
+            self.callbacks.append(ProgbarLogger())
+        if model is not None:
+            self.set_model(model)
+        if params:
+            self.set_params(params)
+
+    def append(self, callback):
+        self.callbacks.append(callback)
+
+    def set_params(self, params):
+        super().set_params(params)
+        for callback in self.callbacks:
+            callback.set_params(params)
+
+    def set_model(self, model):
+        super().set_model(model)
+        for callback in self.callbacks:
+            callback.set_model(model)
+
+
+def _forward(hook_name):
+    def forward(self, *args, **kwargs):
+        for callback in self.callbacks:
+            getattr(callback, hook_name)(*args, **kwargs)
+    forward.__name__ = forward.__qualname__ = hook_name
+    forward.__doc__ = f"Calls `{hook_name}` on every callback."
+    return forward
+
+
+# Generated rather than written out: sixteen identical loops add nothing.
+for _hook_name in _HOOK_NAMES:
+    setattr(CallbackList, _hook_name, _forward(_hook_name))
