@@ -69,3 +69,9 @@ def test_installed_names_the_missing_module(monkeypatch):
     from kiln.bench import peers
     monkeypatch.setitem(peers.REQUIRED_MODULES, "nothing", ["no_such_module_kiln"])
     assert "no_such_module_kiln" in installed("nothing")
+
+
+def test_kiln_command_usage(capsys):
+    from kiln.cli import main
+    assert main([]) == 2
+    assert "kiln bench" in capsys.readouterr().out
