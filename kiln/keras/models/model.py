@@ -60,7 +60,8 @@ class Model:
         return plan
 
     # -- input checks -------------------------------------------------------------------------
-    def _numeric(self, array, argument):
+    def _checked_array(self, array, argument, expected, context, why):
+        """`array` as contiguous float32 if it is numeric with shape (batch, *expected)."""
         try:
             array = np.asarray(array)
         except Exception as error:
@@ -69,30 +70,23 @@ class Model:
         if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
             raise ValueError(f"{self.name}: argument {argument} must be a numeric array, got "
                              f"dtype {array.dtype}")
-        return array
+        if array.shape[1:] != tuple(expected):
+            raise ValueError(f"{context}: argument {argument} must have shape (batch, "
+                             f"{', '.join(map(str, expected))}) {why}, got {array.shape}")
+        return np.ascontiguousarray(array, dtype=np.float32)
 
     def _check_x(self, x):
-        x = self._numeric(x, "x")
-        expected = self.input.shape[1:]
-        if x.shape[1:] != expected:
-            raise ValueError(
-                f"{self.first_layer.context}: argument x must have shape (batch, "
-                f"{', '.join(map(str, expected))}) for data_format '{self.data_format}', "
-                f"got {x.shape}")
-        return np.ascontiguousarray(x, dtype=np.float32)
+        return self._checked_array(x, "x", self.input.shape[1:], self.first_layer.context,
+                                   f"for data_format '{self.data_format}'")
 
     def _check_y(self, y, count):
-        y = self._numeric(y, "y")
-        expected = self.output.shape[1:]
-        if y.shape[1:] != expected:
-            raise ValueError(
-                f"{self.layers[-1].context}: argument y must have shape (batch, "
-                f"{', '.join(map(str, expected))}) to match the model output (one-hot labels: "
-                f"use kiln.keras.utils.to_categorical), got {y.shape}")
+        y = self._checked_array(y, "y", self.output.shape[1:], self.layers[-1].context,
+                                "to match the model output (one-hot labels: use "
+                                "kiln.keras.utils.to_categorical)")
         if len(y) != count:
             raise ValueError(f"{self.name}: x and y must have the same number of samples, got "
                              f"{count} and {len(y)}")
-        return np.ascontiguousarray(y, dtype=np.float32)
+        return y
 
     # -- training -----------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
