@@ -7,8 +7,9 @@ from .dense import Dense
 from .dropout import Dropout
 from .eltwise import FUSABLE
 from .flatten import Flatten
+from .max_pool_dropout import MaxPoolDropout
 from .pooling import Pooling2D
 from .softmax_cross_entropy import SoftmaxCrossEntropy
 
-__all__ = ["Activation", "Conv2D", "Dense", "Dropout", "FUSABLE", "Flatten", "Pooling2D",
-           "SoftmaxCrossEntropy"]
+__all__ = ["Activation", "Conv2D", "Dense", "Dropout", "FUSABLE", "Flatten", "MaxPoolDropout",
+           "Pooling2D", "SoftmaxCrossEntropy"]

@@ -33,9 +33,8 @@ class Pooling2D:
     def parameter_dims(self, input_dims):
         return {}
 
-    def forward(self, builder, x, need_input_grad=True):
-        source = x.memory
-        desc = source.desc
+    def _forward_primitive(self, builder, desc):
+        """The oneDNN pooling forward for input `desc`, and what backward needs to match it."""
         output_dims = self.output_dims(desc.dims)
         if self.padding == "valid":
             pad_l, pad_r = (0, 0), (0, 0)
@@ -54,6 +53,17 @@ class Pooling2D:
             "dnnl_pooling_forward_primitive_desc_create", "pooling forward", shapes,
             builder.prop_kind, alg, desc.handle, dst_any.handle, *arrays,
             default_attributes().handle))
+        return fwd, (alg, geometry, shapes, arrays, dst_any)
+
+    def output_desc(self, builder, x):
+        """The layout oneDNN's pooling gives its output for input `x` (fused ops match it)."""
+        fwd, _ = self._forward_primitive(builder, x.memory.desc)
+        return fwd.pd.md(dnnl.query_dst_md)
+
+    def forward(self, builder, x, need_input_grad=True):
+        source = x.memory
+        desc = source.desc
+        fwd, (alg, geometry, shapes, arrays, dst_any) = self._forward_primitive(builder, desc)
         output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
         args = {dnnl.ARG_SRC: source, dnnl.ARG_DST: output}
         workspace_desc = fwd.pd.md(dnnl.query_workspace_md)

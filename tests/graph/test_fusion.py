@@ -52,3 +52,26 @@ def test_separate_activation_layers_train_like_fused_ones(steps):
     for a, b in zip(separate.get_weights(), fused.get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     assert len(separate.ops) == len(fused.ops)  # the Activation layers were folded away
+
+
+def test_pool_then_dropout_rules():
+    from kiln.graph.fusion import fuse
+    from kiln.ops import Dropout as DropoutOp
+    from kiln.ops import MaxPoolDropout, Pooling2D
+
+    def pool(mode="max", size=(2, 2), strides=(2, 2), padding="valid"):
+        return Pooling2D("p", mode, size, strides, padding)
+
+    def kinds(ops):
+        return [type(op).__name__ for op in fuse(ops)]
+
+    conv = Conv2DOp("c", 4, (3, 3), activation="relu")
+    fused = fuse([conv, pool(), DropoutOp("d", 0.25, seed=1)])
+    assert [type(op).__name__ for op in fused] == ["Conv2D", "MaxPoolDropout"]
+    assert isinstance(fused[1], MaxPoolDropout) and fused[1].name == "p+d"
+    # anything but a 2x2 / 2 'valid' max window, or a dropout that drops nothing, stays apart
+    for other in (pool("avg"), pool(size=(3, 3), strides=(3, 3)), pool(strides=(1, 1)),
+                  pool(padding="same")):
+        assert kinds([conv, other, DropoutOp("d", 0.25)]) == ["Conv2D", "Pooling2D", "Dropout"]
+    assert kinds([conv, pool(), DropoutOp("d", 0.0)]) == ["Conv2D", "Pooling2D", "Dropout"]
+    assert kinds([conv, DropoutOp("d", 0.25), pool()]) == ["Conv2D", "Dropout", "Pooling2D"]

@@ -1,6 +1,6 @@
 """Sequential model (`keras.models.Sequential`)."""
 
-from ...graph.fusion import fuse_activations
+from ...graph.fusion import fuse
 from ...graph.symbolic import SymbolicTensor, ops_in_order
 from ...plan.parameters import ParameterStore
 from ...plan.step_plan import logical_dims
@@ -63,7 +63,7 @@ class Sequential(Model):
             layer._store = self.store
             tensor = layer(tensor)
         self.output = tensor
-        self.ops = fuse_activations(ops_in_order(tensor))
+        self.ops = fuse(ops_in_order(tensor))
         self.data_format = data_format
         self.first_layer = next(layer for layer in self.layers
                                 if not isinstance(layer, InputLayer))
