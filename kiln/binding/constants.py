@@ -39,6 +39,9 @@ acdb = 22    # nhwc
 ba = 14      # io
 bcda = 26    # (C, H, W, O): a flattened channels_first feature order feeding a dense layer
 cdba = 28    # hwio
+aBcd16b = 78  # nChw16c
+aBcd8b = 102  # nChw8c
+aBcd4b = 84   # nChw4c
 
 # dnnl_format_kind_t
 format_kind_undef = 0

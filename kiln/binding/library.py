@@ -8,7 +8,7 @@ import ctypes
 import os
 import site
 import sys
-from ctypes import POINTER, c_char, c_char_p, c_float, c_int, c_int64, c_size_t, c_void_p
+from ctypes import POINTER, c_char, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 
 LIBRARY_NAME = "libdnnl.so.3"
 
@@ -60,6 +60,7 @@ DECLARATIONS = {
     "dnnl_post_ops_create": (status_t, [PH]),
     "dnnl_post_ops_destroy": (status_t, [H]),
     "dnnl_post_ops_append_eltwise": (status_t, [H, c_int, c_float, c_float]),
+    "dnnl_post_ops_append_sum": (status_t, [H, c_float, c_int32, c_int]),
     "dnnl_primitive_desc_query_md": (H, [H, c_int, c_int]),
     "dnnl_primitive_desc_query": (status_t, [H, c_int, c_int, c_void_p]),
     "dnnl_primitive_desc_destroy": (status_t, [H]),

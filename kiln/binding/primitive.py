@@ -16,9 +16,11 @@ from .memory import Memory, MemoryDesc, layout_key
 class Attributes:
     """`dnnl_primitive_attr_t`: post-ops, user scratchpad and math mode."""
 
-    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict):
+    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict,
+                 accumulate=False):
+        """`accumulate`: a sum post-op first, so the primitive adds into its destination."""
         self.handle = None
-        self.key = (tuple(eltwise_post_ops), fpmath_mode)
+        self.key = (tuple(eltwise_post_ops), fpmath_mode, accumulate)
         handle = ctypes.c_void_p()
         check(lib.dnnl_primitive_attr_create(ctypes.byref(handle)), "attr create")
         self.handle = handle
@@ -27,9 +29,12 @@ class Attributes:
               "attr scratchpad")
         if fpmath_mode != dnnl.fpmath_mode_strict:
             check(lib.dnnl_primitive_attr_set_fpmath_mode(handle, fpmath_mode), "attr fpmath")
-        if eltwise_post_ops:
+        if eltwise_post_ops or accumulate:
             post_ops = ctypes.c_void_p()
             check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post-ops create")
+            if accumulate:
+                check(lib.dnnl_post_ops_append_sum(post_ops, 1.0, 0, dnnl.data_type_undef),
+                      "post-ops sum")
             for alg, alpha, beta in eltwise_post_ops:
                 check(lib.dnnl_post_ops_append_eltwise(post_ops, alg, alpha, beta),
                       "post-ops eltwise", f"alg {alg}")
@@ -77,22 +82,31 @@ class PrimitiveDesc:
         return out.value.decode()
 
 
-def reorder_pd(source_desc, target_desc):
-    """A reorder from one layout to another (the only primitive not created on an engine)."""
+def reorder_pd(source_desc, target_desc, accumulate=False):
+    """A reorder from one layout to another (the only primitive not created on an engine);
+    with `accumulate` it adds the source into the target instead of overwriting it."""
+    attributes = accumulating_attributes() if accumulate else default_attributes()
     return PrimitiveDesc("dnnl_reorder_primitive_desc_create", "reorder",
                          f"{source_desc} -> {target_desc}",
                          source_desc.handle, cpu_engine(), target_desc.handle, cpu_engine(),
-                         default_attributes().handle, engine_first=False)
+                         attributes.handle, engine_first=False)
 
 
-_DEFAULT_ATTRIBUTES = []
+_SHARED_ATTRIBUTES = {}
 
 
 def default_attributes():
     """Attributes with nothing but the user scratchpad; shared by primitives without post-ops."""
-    if not _DEFAULT_ATTRIBUTES:
-        _DEFAULT_ATTRIBUTES.append(Attributes())
-    return _DEFAULT_ATTRIBUTES[0]
+    if "default" not in _SHARED_ATTRIBUTES:
+        _SHARED_ATTRIBUTES["default"] = Attributes()
+    return _SHARED_ATTRIBUTES["default"]
+
+
+def accumulating_attributes():
+    """The user scratchpad and a sum post-op: `dst += result` (shared)."""
+    if "accumulate" not in _SHARED_ATTRIBUTES:
+        _SHARED_ATTRIBUTES["accumulate"] = Attributes(accumulate=True)
+    return _SHARED_ATTRIBUTES["accumulate"]
 
 
 class Primitive:

@@ -5,9 +5,11 @@ appends bound calls to the forward or backward list. Buffers are allocated here,
 the plan afterwards allocates nothing.
 """
 
+from contextlib import contextmanager
+
 from ..binding import constants as dnnl
 from ..binding.library import lib
-from ..binding.memory import Memory, aligned_bytes, layout_key
+from ..binding.memory import Memory, MemoryDesc, aligned_bytes, layout_key
 from ..binding.primitive import BoundCall, primitive_cache, reorder_pd
 
 
@@ -46,10 +48,25 @@ class PlanBuilder:
         self._scratchpad_memories = []
         self._scratchpad_bytes = 0
         self._scratchpad_storage = aligned_bytes(64)
+        self._slice = None           # (phase, index, count) while planning one sub-batch
+        self._slice_cursor = 0
+        self._slice_buffers = {}     # (phase, n-th allocation) -> bytes of all the slices
+        self._slices = {}            # id(memory) -> (memory, bytes of all slices, count)
 
     # -- buffers and primitives -------------------------------------------------------------
     def allocate(self, desc):
-        return Memory(desc)
+        if self._slice is None:
+            return Memory(desc)
+        phase, index, count = self._slice
+        key = (phase, self._slice_cursor)
+        self._slice_cursor += 1
+        if index == 0:
+            self._slice_buffers[key] = aligned_bytes(desc.size * count)
+        storage = self._slice_buffers.get(key)
+        if storage is None or storage.nbytes != desc.size * count:
+            raise SubBatchUnsupported(f"sub-batch {index} allocates differently from the first")
+        return self._register(Memory(desc, storage[index * desc.size:(index + 1) * desc.size]),
+                              storage, count)
 
     def primitive(self, key, make_pd):
         """A ready-to-run primitive from the process cache; `make_pd()` builds it on a miss."""
@@ -102,7 +119,11 @@ class PlanBuilder:
         key = (name, layout_key(desc))
         if key not in self._parameter_views:
             value = self.parameters.value_memory(name, desc)
-            self._parameter_views[key] = self.reorder(value, desc, f"{name} to layout")
+            current, self._slice = self._slice, None  # weights are whole, never sliced
+            try:
+                self._parameter_views[key] = self.reorder(value, desc, f"{name} to layout")
+            finally:
+                self._slice = current
         return self._parameter_views[key]
 
     def master_layout(self, name, desc):
@@ -112,9 +133,50 @@ class PlanBuilder:
     def param_grad(self, name, desc):
         """Where a backward primitive should write the gradient of `name` in layout `desc`."""
         grad = self.parameters.grad_memory(name)
+        if self._slice is not None and self._slice[1] > 0:
+            # later sub-batches add their part to what the first one wrote
+            return _Accumulate(self, desc, grad, f"{name} gradient, sum of sub-batches")
         if grad.desc == desc:
             return grad
         return _DeferredReorder(self, desc, grad, f"{name} gradient to layout")
+
+    # -- sub-batches ------------------------------------------------------------------------
+    @contextmanager
+    def sub_batch(self, phase, index, count):
+        """Plan slice `index` of `count` equal slices of the batch.
+
+        Meanwhile the n-th buffer allocated is slice `index` of one buffer shared by all the
+        slices (so slices are back to back and the whole batch can be viewed at once), and
+        parameter gradients of slices after the first are added to the first one's.
+        """
+        self._slice = (phase, index, count)
+        self._slice_cursor = 0
+        try:
+            yield
+        finally:
+            self._slice = None
+
+    def _register(self, memory, storage, count):
+        self._slices[id(memory)] = (memory, storage, count)
+        return memory
+
+    def batch_slice(self, memory, index, count):
+        """Images [index * n / count, (index + 1) * n / count) of a whole-batch memory."""
+        desc = with_batch(memory.desc, memory.desc.dims[0] // count)
+        if desc.size * count != memory.desc.size:
+            raise SubBatchUnsupported(f"{memory.desc} cannot be cut into {count} sub-batches")
+        view = Memory(desc, memory.storage[index * desc.size:(index + 1) * desc.size])
+        return self._register(view, memory.storage, count)
+
+    def whole(self, memory):
+        """The whole batch of which `memory` (a sub-batch buffer or slice) is one part."""
+        if id(memory) not in self._slices:
+            raise SubBatchUnsupported(f"{memory.desc} is not a sub-batch buffer")
+        _, storage, count = self._slices[id(memory)]
+        desc = with_batch(memory.desc, memory.desc.dims[0] * count)
+        if desc.size != storage.nbytes:
+            raise SubBatchUnsupported(f"{memory.desc} x {count} is not one dense buffer")
+        return Memory(desc, storage)
 
     def finish(self):
         """Point every scratchpad memory at one buffer of the largest size any primitive needs."""
@@ -124,6 +186,27 @@ class PlanBuilder:
             lib.dnnl_memory_set_data_handle(memory.handle, storage.ctypes.data)
         self._scratchpad_storage = storage
         return self
+
+
+class SubBatchUnsupported(Exception):
+    """A plan cannot run in sub-batches (a layout that does not keep images back to back)."""
+
+
+def with_batch(desc, batch):
+    """`desc`'s layout for `batch` images (plain or channel-blocked layouts only)."""
+    wanted = layout_key(desc)
+    dims = desc.dims
+    for tag in BATCH_OUTER_TAGS.get(len(dims), ()):
+        candidate = MemoryDesc.with_tag(dims, desc.data_type, tag)
+        if layout_key(candidate) == wanted:
+            return MemoryDesc.with_tag((batch, *dims[1:]), desc.data_type, tag)
+    raise SubBatchUnsupported(f"no batch-outermost layout matches {desc}")
+
+
+BATCH_OUTER_TAGS = {
+    2: (dnnl.ab,),
+    4: (dnnl.aBcd16b, dnnl.acdb, dnnl.abcd, dnnl.aBcd8b, dnnl.aBcd4b),
+}
 
 
 class _DeferredReorder(Memory):
@@ -143,4 +226,18 @@ class _DeferredReorder(Memory):
                                                                dnnl.ARG_TO: self._grad},
                                                    self._label))
         builder.reorder_labels.append(self._label)
+
+
+class _Accumulate(_DeferredReorder):
+    """A sub-batch's gradient buffer, added into the stored gradient (a reorder with a sum
+    post-op) right after the primitive that writes it."""
+
+    def flush(self):
+        key = ("reorder accumulate", layout_key(self.desc), layout_key(self._grad.desc))
+        builder = self._builder
+        primitive = builder.primitive(
+            key, lambda: reorder_pd(self.desc, self._grad.desc, accumulate=True))
+        builder.backward_calls.append(builder.bind(primitive, {dnnl.ARG_FROM: self,
+                                                               dnnl.ARG_TO: self._grad},
+                                                   self._label))
 

@@ -4,6 +4,9 @@ Training plan:  input reorder -> forward (fused primitives) -> loss head -> back
                 reverse -> optimizer update over the packed parameter arena.
 Inference plan: input reorder -> forward (forward_inference primitives) -> output reorder.
 
+The convolutional front (the per-image ops from the input on) may run in sub-batches so its
+tensors stay in cache between calls (see sub_batches.py).
+
 Everything is allocated while the plan is built; `train_step()` / `predict_step()` only run
 the list. `data_format` changes nothing but the descriptor of the input (and output) edge.
 """
@@ -17,7 +20,8 @@ from ..binding.engine import wait
 from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
 from ..ops.tensor import CHANNELS_LAST, Tensor
-from .builder import PlanBuilder
+from . import sub_batches
+from .builder import PlanBuilder, SubBatchUnsupported
 
 
 def logical_dims(keras_shape, data_format):
@@ -48,26 +52,51 @@ class StepPlan:
         label_shape: for training, the shape of the labels buffer (batch, classes).
         data_type: dnnl.f32, or dnnl.bf16 for bf16 activations and conv/dense inputs (weights,
             their gradients and the optimizer stay f32).
+        sub_batch: images per sub-batch of the convolutional front; None chooses (see
+            sub_batches.py), 0 runs the whole batch at once.
     """
 
     def __init__(self, ops, input_shape, data_format, parameters, loss_head=None,
-                 optimizer=None, label_shape=None, data_type=dnnl.f32):
+                 optimizer=None, label_shape=None, data_type=dnnl.f32, sub_batch=None):
         start = time.perf_counter()
+        ops = list(ops)
+        forward_ops = ops[:-1] if loss_head is not None else ops
+        dims = logical_dims(input_shape, data_format)
+        itemsize = 2 if data_type == dnnl.bf16 else 4
+        sliced, images = sub_batches.choose(forward_ops, dims, itemsize)
+        if sub_batch is not None:
+            sliced, images = (sliced, sub_batch) if sub_batch else (0, dims[0])
+        if sliced and dims[0] % images:
+            raise ValueError(f"sub_batch={images} does not divide the batch of {dims[0]}")
+        try:
+            self._build(ops, forward_ops, input_shape, dims, data_format, parameters,
+                        loss_head, optimizer, label_shape, data_type, sliced, images)
+        except SubBatchUnsupported:
+            # a layout that does not keep images back to back: plan the whole batch at once
+            self._build(ops, forward_ops, input_shape, dims, data_format, parameters,
+                        loss_head, optimizer, label_shape, data_type, 0, dims[0])
+        self.build_seconds = time.perf_counter() - start
+
+    def _build(self, ops, forward_ops, input_shape, dims, data_format, parameters, loss_head,
+               optimizer, label_shape, data_type, sliced, images):
         self.training = loss_head is not None
         self.parameters = parameters
         self.optimizer = optimizer
+        self.sub_batch = images if sliced else 0
         builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
         self.builder = builder
-        dims = logical_dims(input_shape, data_format)
         self.input_memory = Memory(plain_desc(dims, data_format))
         self.inputs = self.input_memory.as_array().reshape(input_shape)
+        self._input_slices = []
 
-        ops = list(ops)
-        forward_ops = ops[:-1] if self.training else ops
         tensor = Tensor(self.input_memory, data_format)
         backwards = []
         seen_parameters = False
-        for op in forward_ops:
+        if sliced:
+            tensor, backward, seen_parameters = self._plan_sub_batches(
+                builder, forward_ops[:sliced], tensor, dims[0] // images)
+            backwards.append(backward)
+        for op in forward_ops[sliced:]:
             has_parameters = bool(op.parameter_dims(tensor.dims))
             # The first layers with weights need no input gradient: nothing before them learns.
             tensor, backward = op.forward(builder, tensor, need_input_grad=seen_parameters)
@@ -91,7 +120,37 @@ class StepPlan:
         parameters.pack()
         self.calls = builder.forward_calls + builder.backward_calls
         self._runs = [call.run for call in self.calls]
-        self.build_seconds = time.perf_counter() - start
+
+    def _plan_sub_batches(self, builder, ops, tensor, count):
+        """Plan `ops` once per sub-batch; returns the whole-batch output tensor, one backward
+        for all the sub-batches, and whether the ops have parameters."""
+        chains = []
+        for index in range(count):
+            with builder.sub_batch("forward", index, count):
+                source = builder.batch_slice(tensor.memory, index, count)
+                self._input_slices.append((index, source))
+                part = Tensor(source, tensor.data_format)
+                chain, seen = [], False
+                for op in ops:
+                    has_parameters = bool(op.parameter_dims(part.dims))
+                    part, backward = op.forward(builder, part, need_input_grad=seen)
+                    chain.append(backward)
+                    seen = seen or has_parameters
+            chains.append(chain)
+        whole = Tensor(builder.whole(part.memory), part.data_format, part.flattened,
+                       part.activation)
+
+        def backward(output_grad):
+            for index, chain in enumerate(chains):
+                with builder.sub_batch("backward", index, count):
+                    grad = builder.batch_slice(output_grad, index, count)
+                    for step in reversed(chain):
+                        grad = step(grad)
+                        if grad is None:
+                            break
+            return None  # the sliced ops start at the input: nothing before them learns
+
+        return whole, backward, seen
 
     def use_input(self, x, y=None):
         """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
@@ -101,6 +160,10 @@ class StepPlan:
                              f"{self.inputs.shape}, got {x.dtype} {x.shape}")
         lib.dnnl_memory_set_data_handle(self.input_memory.handle, x.ctypes.data)
         self.input_memory.storage = x.reshape(-1).view(np.uint8)
+        for index, part in self._input_slices:
+            offset = index * part.desc.size
+            lib.dnnl_memory_set_data_handle(part.handle, x.ctypes.data + offset)
+            part.storage = self.input_memory.storage[offset:offset + part.desc.size]
         self.inputs = x
         if y is not None:
             self.labels[...] = y
@@ -129,12 +192,15 @@ class StepPlan:
         for _ in range(steps):
             step_start = time.perf_counter()
             inside = 0.0
+            per_label = dict.fromkeys(samples, 0.0)  # sub-batches repeat a label: add them
             for call in self.calls:
                 start = time.perf_counter()
                 call.run()
                 elapsed = time.perf_counter() - start
-                samples[call.label].append(elapsed)
+                per_label[call.label] += elapsed
                 inside += elapsed
+            for label in {call.label for call in self.calls}:
+                samples[label].append(per_label[label])
             if self.training:
                 start = time.perf_counter()
                 self.optimizer.apply(self.parameters.values_arena, self.parameters.grads_arena)

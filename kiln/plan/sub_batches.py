@@ -1,0 +1,50 @@
+"""Which leading ops of a plan run in sub-batches, and how many images per sub-batch.
+
+The convolutional front of mnist_cnn writes and reads tensors of 11-19 MB per batch of 128:
+more than the caches keep between one primitive and the next inside a whole training step, so
+the memory-bound work in between (pooling, dropout, relu backward, the first convolution) runs
+at DRAM speed. Cut into sub-batches of a few MB, each op's output is still in cache when the
+next op reads it; the convolutions themselves run as fast on 16 images as on 128.
+
+Only per-image ops are sliced (convolutions, pooling, dropout, activations), from the input up
+to the first op that mixes images or flattens them; the weight gradients of later sub-batches
+are added to the first one's.
+"""
+
+import numpy as np
+
+from ..ops import Activation, Conv2D, Dropout, MaxPoolDropout, Pooling2D
+
+# Bytes of the largest activation of one sub-batch: about the two cores' L2 caches.
+BUDGET_BYTES = 4 << 20
+# Fewer images than this per call and per-call costs (thread start, weight-gradient
+# reductions) outweigh what the caches save.
+MIN_IMAGES = 8
+
+
+def per_image(op):
+    if isinstance(op, Activation):
+        return op.activation != "softmax"
+    return isinstance(op, (Conv2D, Pooling2D, MaxPoolDropout, Dropout))
+
+
+def choose(ops, input_dims, itemsize, budget=None):
+    """(number of leading ops to slice, images per sub-batch), or (0, batch) for none."""
+    budget = BUDGET_BYTES if budget is None else budget
+    batch = input_dims[0]
+    count = 0
+    dims = tuple(input_dims)
+    largest = 0
+    for op in ops:
+        if len(dims) != 4 or not per_image(op):
+            break
+        dims = op.output_dims(dims)
+        largest = max(largest, int(np.prod(dims[1:])) * itemsize)
+        count += 1
+    if not any(isinstance(op, Conv2D) for op in ops[:count]) or batch * largest <= budget:
+        return 0, batch
+    images = max((n for n in range(MIN_IMAGES, batch) if batch % n == 0
+                  and n * largest <= budget), default=None)
+    if images is None:
+        return 0, batch
+    return count, images

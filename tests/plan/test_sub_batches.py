@@ -1,0 +1,107 @@
+"""kiln.plan.sub_batches: which ops run in sub-batches, and plans that do train and predict
+exactly like whole-batch plans."""
+
+import numpy as np
+import pytest
+
+from kiln import keras
+from kiln.bench.models import cifar10_cnn, mnist_cnn
+from kiln.binding import constants as dnnl
+from kiln.keras.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
+from kiln.plan import sub_batches
+from kiln.plan.step_plan import logical_dims
+
+
+def front_and_size(model, batch, itemsize=4):
+    dims = logical_dims((batch, *model.input_shape_without_batch), model.data_format)
+    return sub_batches.choose(model.ops[:-1], dims, itemsize)
+
+
+@pytest.fixture
+def built():
+    def build(make, data_format="channels_last"):
+        model, shape, _ = make(data_format)
+        model.build()
+        model.input_shape_without_batch = shape
+        return model
+    return build
+
+
+def test_choice_for_the_classic_models(built):
+    mnist = built(mnist_cnn)
+    # conv, conv, pool+dropout: 64 x 24 x 24 floats (147 KB) per image, 16 images per 4 MB
+    assert front_and_size(mnist, 128) == (3, 16)
+    assert front_and_size(mnist, 128, itemsize=2) == (3, 16 * 2)
+    assert front_and_size(mnist, 96) == (3, 24)
+    assert front_and_size(mnist, 8) == (0, 8)      # the whole batch fits already
+    assert front_and_size(mnist, 127) == (0, 127)  # no divisor of 8 images or more fits
+    cifar = built(cifar10_cnn, "channels_first")
+    assert front_and_size(cifar, 32) == (0, 32)    # 32 images of 32 x 32 x 32 floats: 4 MB
+    assert front_and_size(cifar, 64) == (6, 32)    # up to the Flatten
+
+
+def test_no_convolution_no_sub_batches():
+    from kiln.ops import Dense as DenseOp
+    from kiln.ops import Dropout as DropoutOp
+    assert sub_batches.choose([DropoutOp("d", 0.5, 1), DenseOp("x", 4)], (512, 64, 32, 32),
+                              4) == (0, 512)
+
+
+def small_model(data_format, dropout):
+    keras.backend.clear_session()  # layer names from scratch: conv2d, ..., dense
+    keras.initializers.set_random_seed(5)
+    shape = (12, 12, 2) if data_format == "channels_last" else (2, 12, 12)
+    layers = [Conv2D(16, 3, activation="relu", input_shape=shape, data_format=data_format),
+              Conv2D(16, 3, activation="relu", padding="same", data_format=data_format),
+              MaxPooling2D(data_format=data_format)]
+    if dropout:
+        layers.append(Dropout(0.5, seed=3))
+    layers += [Flatten(data_format=data_format), Dense(4, activation="softmax")]
+    model = keras.Sequential(layers)
+    model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.Adam(0.01))
+    return model
+
+
+def data(data_format, count=32):
+    rng = np.random.default_rng(2)
+    shape = (count, 12, 12, 2) if data_format == "channels_last" else (count, 2, 12, 12)
+    x = rng.normal(size=shape).astype(np.float32)
+    return x, np.eye(4, dtype=np.float32)[rng.integers(0, 4, count)]
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_sub_batched_plans_train_and_predict_like_whole_batches(data_format, monkeypatch):
+    x, y = data(data_format)
+    whole = small_model(data_format, dropout=False)
+    whole_history = whole.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    # 12 x 12 x 16 floats per image: a budget of 4 images' worth cuts 16 into 4 sub-batches
+    monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 12 * 12 * 16 * 4)
+    monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
+    sliced = small_model(data_format, dropout=False)
+    history = sliced.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    assert sliced._plan(True, 16).sub_batch == 4
+    assert sliced._plan(False, 16).sub_batch == 4
+    assert whole._plan(True, 16).sub_batch == 0
+    # the weight gradients are sums over sub-batches: equal up to rounding
+    np.testing.assert_allclose(history.history["loss"], whole_history.history["loss"],
+                               rtol=1e-5)
+    for a, b in zip(sliced.get_weights(), whole.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+    np.testing.assert_allclose(sliced.predict(x, batch_size=16), whole.predict(x, batch_size=16),
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_each_sub_batch_draws_its_own_dropout_mask(monkeypatch):
+    monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 12 * 12 * 16 * 4)
+    monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
+    model = small_model("channels_last", dropout=True)
+    model.build()
+    plan = model._plan(True, 16)
+    assert plan.sub_batch == 4
+    plan.inputs[...] = data("channels_last", 1)[0]  # the same image 16 times
+    plan.train_step()
+    dense = next(call for call in plan.calls if call.label == "dense forward")
+    kept = dense.args[dnnl.ARG_SRC].as_array().reshape(16, -1) != 0
+    assert 0.3 < kept.mean() < 0.7
+    patterns = {row.tobytes() for row in kept}
+    assert len(patterns) == 16  # no two images, in the same or other sub-batches, share a mask
