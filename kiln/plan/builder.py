@@ -60,11 +60,17 @@ class PlanBuilder:
         phase, index, count = self._slice
         key = (phase, self._slice_cursor)
         self._slice_cursor += 1
+        # Backward buffers are used up within their sub-batch: one buffer serves them all and
+        # stays in cache. Forward outputs are kept for backward: one slice each.
+        shared = phase == "backward"
+        size = desc.size if shared else desc.size * count
         if index == 0:
-            self._slice_buffers[key] = aligned_bytes(desc.size * count)
+            self._slice_buffers[key] = aligned_bytes(size)
         storage = self._slice_buffers.get(key)
-        if storage is None or storage.nbytes != desc.size * count:
+        if storage is None or storage.nbytes != size:
             raise SubBatchUnsupported(f"sub-batch {index} allocates differently from the first")
+        if shared:
+            return Memory(desc, storage)
         return self._register(Memory(desc, storage[index * desc.size:(index + 1) * desc.size]),
                               storage, count)
 
@@ -145,9 +151,10 @@ class PlanBuilder:
     def sub_batch(self, phase, index, count):
         """Plan slice `index` of `count` equal slices of the batch.
 
-        Meanwhile the n-th buffer allocated is slice `index` of one buffer shared by all the
-        slices (so slices are back to back and the whole batch can be viewed at once), and
-        parameter gradients of slices after the first are added to the first one's.
+        Meanwhile, in the forward phase, the n-th buffer allocated is slice `index` of one
+        buffer shared by all the slices (so slices are back to back and the whole batch can be
+        viewed at once); in the backward phase it is the same buffer for every slice. Parameter
+        gradients of slices after the first are added to the first one's.
         """
         self._slice = (phase, index, count)
         self._slice_cursor = 0
