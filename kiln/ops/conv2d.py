@@ -163,5 +163,7 @@ class Conv2D:
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
             return input_grad
 
-        result = Tensor(output, x.data_format, activation=self.activation)
+        # conv's backward reads its output only for the activation's derivative
+        result = Tensor(output, x.data_format, activation=self.activation,
+                        backward_reads_memory=False)
         return result, backward

@@ -173,7 +173,10 @@ class MaxPoolDropout:
         floor = np.float32(0.0 if x.activation == "relu" else -np.inf)
         if x.activation == "relu":
             x.activation_grad_applied_downstream = True
-        source = x.memory
+        # This backward needs no window (the codes have the argmax) and handles relu's
+        # derivative: if the producer's backward does not read its output either, nothing
+        # reads `x` after this op.
+        source = x.memory if x.backward_reads_memory else builder.transient(x.memory)
         output = builder.allocate(output_desc)
         codes = np.zeros(output_desc.size // 4, dtype=np.uint8)
         scale = np.float32(1.0 / (1.0 - self.dropout.rate))

@@ -34,6 +34,8 @@ class Tensor:
         activation_grad_applied_downstream: set by a consumer (max pooling) that applies the
             activation's derivative to its smaller output gradient instead; the producer then
             skips its own activation backward.
+        backward_reads_memory: whether the producer's backward reads this output (besides
+            the activation derivative above). True unless the producer says otherwise.
     """
 
     memory: Memory
@@ -41,6 +43,7 @@ class Tensor:
     flattened: bool = False
     activation: str | None = None
     activation_grad_applied_downstream: bool = False
+    backward_reads_memory: bool = True
 
     @property
     def dims(self):

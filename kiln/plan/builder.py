@@ -52,6 +52,8 @@ class PlanBuilder:
         self._slice_cursor = 0
         self._slice_buffers = {}     # (phase, n-th allocation) -> bytes of all the slices
         self._slices = {}            # id(memory) -> (memory, bytes of all slices, count)
+        self._slice_keys = {}        # id(memory) -> (phase, n-th allocation), forward phase
+        self._transient_buffers = {}
 
     # -- buffers and primitives -------------------------------------------------------------
     def allocate(self, desc):
@@ -71,8 +73,9 @@ class PlanBuilder:
             raise SubBatchUnsupported(f"sub-batch {index} allocates differently from the first")
         if shared:
             return Memory(desc, storage)
-        return self._register(Memory(desc, storage[index * desc.size:(index + 1) * desc.size]),
-                              storage, count)
+        memory = Memory(desc, storage[index * desc.size:(index + 1) * desc.size])
+        self._slice_keys[id(memory)] = key
+        return self._register(memory, storage, count)
 
     def primitive(self, key, make_pd):
         """A ready-to-run primitive from the process cache; `make_pd()` builds it on a miss."""
@@ -162,6 +165,23 @@ class PlanBuilder:
             yield
         finally:
             self._slice = None
+
+    def transient(self, memory):
+        """Declare that nothing reads `memory` after the consumer about to be planned (not
+        backward, not a later op): in a sub-batch it then moves to one buffer shared by every
+        sub-batch, so it is still in cache when that consumer reads it. Call it before
+        planning the consumer (numba kernels capture arrays when they are planned)."""
+        key = self._slice_keys.pop(id(memory), None)
+        if key is None:
+            return memory
+        index = self._slice[1] if self._slice is not None else 0
+        if index == 0 or key not in self._transient_buffers:
+            self._transient_buffers[key] = aligned_bytes(memory.desc.size)
+        storage = self._transient_buffers[key]
+        memory.storage = storage
+        lib.dnnl_memory_set_data_handle(memory.handle, storage.ctypes.data)
+        del self._slices[id(memory)]  # no longer part of a whole-batch buffer
+        return memory
 
     def _register(self, memory, storage, count):
         self._slices[id(memory)] = (memory, storage, count)

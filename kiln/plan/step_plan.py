@@ -131,7 +131,11 @@ class StepPlan:
                 self._input_slices.append((index, source))
                 part = Tensor(source, tensor.data_format)
                 chain, seen = [], False
-                for op in ops:
+                for position, op in enumerate(ops):
+                    if position and not self.training:
+                        # inference keeps nothing for later: each op's input is dead once
+                        # the op has read it
+                        builder.transient(part.memory)
                     has_parameters = bool(op.parameter_dims(part.dims))
                     part, backward = op.forward(builder, part, need_input_grad=seen)
                     chain.append(backward)

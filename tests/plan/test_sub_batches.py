@@ -105,3 +105,31 @@ def test_each_sub_batch_draws_its_own_dropout_mask(monkeypatch):
     assert 0.3 < kept.mean() < 0.7
     patterns = {row.tobytes() for row in kept}
     assert len(patterns) == 16  # no two images, in the same or other sub-batches, share a mask
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_fused_pooling_in_sub_batches_trains_like_separate_ops(data_format, monkeypatch):
+    """The fused pool + dropout reads its input from a buffer all sub-batches share; the
+    separate ops keep one slice per sub-batch. Same masks, so the same training."""
+    from kiln.graph.fusion import fuse_activations
+    from kiln.graph.symbolic import ops_in_order
+    from kiln.ops import MaxPoolDropout
+
+    monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 12 * 12 * 16 * 4)
+    monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
+    x, y = data(data_format)
+    models = []
+    for fused in (True, False):
+        model = small_model(data_format, dropout=True)
+        model.build()
+        if not fused:
+            model.ops = fuse_activations(ops_in_order(model.output))
+        assert any(isinstance(op, MaxPoolDropout) for op in model.ops) == fused
+        models.append(model)
+    models[1].set_weights(models[0].get_weights())
+    losses = [m.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]
+              for m in models]
+    assert all(m._plan(True, 16).sub_batch == 4 for m in models)
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+    for a, b in zip(models[0].get_weights(), models[1].get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
