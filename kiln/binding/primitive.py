@@ -170,6 +170,10 @@ class BoundCall:
             *[exec_arg_t(index, memory.handle) for index, memory in args.items()])
         self.args = args
 
+    def relabeled(self, label):
+        """The same call under another name (a second place in a plan)."""
+        return BoundCall(self.primitive, self._memories, label)
+
     def run(self):
         status = lib.dnnl_primitive_execute(self.primitive.handle, cpu_stream(), self._n,
                                             self._array)

@@ -26,6 +26,9 @@ class KernelCall:
     def run(self):
         self.function(*self.arguments)
 
+    def relabeled(self, label):
+        return KernelCall(self.function, self.arguments, label)
+
 
 class PlanBuilder:
     """Collects forward and backward calls over buffers allocated once.

@@ -124,7 +124,11 @@ class StepPlan:
     def _plan_sub_batches(self, builder, ops, tensor, count):
         """Plan `ops` once per sub-batch; returns the whole-batch output tensor, one backward
         for all the sub-batches, and whether the ops have parameters."""
-        chains = []
+        chains, replays = [], []
+        # A first convolution with few input channels is cheaper to run again in backward than
+        # to keep: its output then stays in a cached buffer shared by the sub-batches.
+        recompute = self.training and len(ops) > 1 and sub_batches.recomputable(
+            ops[0], tensor.dims)
         for index in range(count):
             with builder.sub_batch("forward", index, count):
                 source = builder.batch_slice(tensor.memory, index, count)
@@ -132,12 +136,16 @@ class StepPlan:
                 part = Tensor(source, tensor.data_format)
                 chain, seen = [], False
                 for position, op in enumerate(ops):
-                    if position and not self.training:
-                        # inference keeps nothing for later: each op's input is dead once
-                        # the op has read it
+                    if position and (not self.training or (position == 1 and recompute)):
+                        # nothing reads this op's input later (inference keeps nothing; a
+                        # recomputed output is made again before backward reads it)
                         builder.transient(part.memory)
                     has_parameters = bool(op.parameter_dims(part.dims))
+                    first_call = len(builder.forward_calls)
                     part, backward = op.forward(builder, part, need_input_grad=seen)
+                    if position == 0 and recompute:
+                        replays.append([call.relabeled(f"{call.label} again for backward")
+                                        for call in builder.forward_calls[first_call:]])
                     chain.append(backward)
                     seen = seen or has_parameters
             chains.append(chain)
@@ -147,6 +155,8 @@ class StepPlan:
         def backward(output_grad):
             for index, chain in enumerate(chains):
                 with builder.sub_batch("backward", index, count):
+                    for call in replays[index] if replays else ():
+                        builder.add_backward(call)
                     grad = builder.batch_slice(output_grad, index, count)
                     for step in reversed(chain):
                         grad = step(grad)

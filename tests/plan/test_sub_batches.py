@@ -40,6 +40,13 @@ def test_choice_for_the_classic_models(built):
     assert front_and_size(cifar, 64) == (6, 32)    # up to the Flatten
 
 
+def test_only_cheap_first_convolutions_are_recomputed():
+    from kiln.ops import Conv2D as Conv2DOp
+    assert sub_batches.recomputable(Conv2DOp("c", 32, (3, 3)), (16, 3, 32, 32))
+    assert not sub_batches.recomputable(Conv2DOp("c", 32, (3, 3)), (16, 4, 32, 32))
+    assert not sub_batches.recomputable(Conv2DOp("c", 32, (5, 5)), (16, 2, 32, 32))
+
+
 def test_no_convolution_no_sub_batches():
     from kiln.ops import Dense as DenseOp
     from kiln.ops import Dropout as DropoutOp
@@ -81,6 +88,8 @@ def test_sub_batched_plans_train_and_predict_like_whole_batches(data_format, mon
     history = sliced.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
     assert sliced._plan(True, 16).sub_batch == 4
     assert sliced._plan(False, 16).sub_batch == 4
+    # the first conv (2 channels x 3 x 3 per output) runs again before each backward
+    assert sliced._plan(True, 16).describe().count("conv2d forward again for backward") == 4
     assert whole._plan(True, 16).sub_batch == 0
     # the weight gradients are sums over sub-batches: equal up to rounding
     np.testing.assert_allclose(history.history["loss"], whole_history.history["loss"],
