@@ -101,6 +101,7 @@ fpmath_mode_bf16 = 1
 ARG_SRC = 1
 ARG_SRC_1 = 2
 ARG_DST = 17
+ARG_MULTIPLE_SRC = 1024  # + i for the i-th input of a sum
 ARG_WEIGHTS = 33
 ARG_BIAS = 41
 ARG_WORKSPACE = 64

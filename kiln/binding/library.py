@@ -8,7 +8,7 @@ import ctypes
 import os
 import site
 import sys
-from ctypes import POINTER, c_char, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
+from ctypes import POINTER, c_char, c_char_p, c_float, c_int, c_int64, c_size_t, c_void_p
 
 LIBRARY_NAME = "libdnnl.so.3"
 
@@ -60,7 +60,6 @@ DECLARATIONS = {
     "dnnl_post_ops_create": (status_t, [PH]),
     "dnnl_post_ops_destroy": (status_t, [H]),
     "dnnl_post_ops_append_eltwise": (status_t, [H, c_int, c_float, c_float]),
-    "dnnl_post_ops_append_sum": (status_t, [H, c_float, c_int32, c_int]),
     "dnnl_primitive_desc_query_md": (H, [H, c_int, c_int]),
     "dnnl_primitive_desc_query": (status_t, [H, c_int, c_int, c_void_p]),
     "dnnl_primitive_desc_destroy": (status_t, [H]),
@@ -68,6 +67,7 @@ DECLARATIONS = {
     "dnnl_primitive_execute": (status_t, [H, H, c_int, c_void_p]),
     "dnnl_primitive_destroy": (status_t, [H]),
     "dnnl_reorder_primitive_desc_create": (status_t, [PH, H, H, H, H, H]),
+    "dnnl_sum_primitive_desc_create": (status_t, [PH, H, H, c_int, POINTER(c_float), PH, H]),
     "dnnl_convolution_forward_primitive_desc_create":
         (status_t, [PH, H, c_int, c_int, H, H, H, H, D, D, D, D, H]),
     "dnnl_convolution_backward_data_primitive_desc_create":

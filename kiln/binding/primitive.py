@@ -16,11 +16,9 @@ from .memory import Memory, MemoryDesc, layout_key
 class Attributes:
     """`dnnl_primitive_attr_t`: post-ops, user scratchpad and math mode."""
 
-    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict,
-                 accumulate=False):
-        """`accumulate`: a sum post-op first, so the primitive adds into its destination."""
+    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict):
         self.handle = None
-        self.key = (tuple(eltwise_post_ops), fpmath_mode, accumulate)
+        self.key = (tuple(eltwise_post_ops), fpmath_mode)
         handle = ctypes.c_void_p()
         check(lib.dnnl_primitive_attr_create(ctypes.byref(handle)), "attr create")
         self.handle = handle
@@ -29,12 +27,9 @@ class Attributes:
               "attr scratchpad")
         if fpmath_mode != dnnl.fpmath_mode_strict:
             check(lib.dnnl_primitive_attr_set_fpmath_mode(handle, fpmath_mode), "attr fpmath")
-        if eltwise_post_ops or accumulate:
+        if eltwise_post_ops:
             post_ops = ctypes.c_void_p()
             check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post-ops create")
-            if accumulate:
-                check(lib.dnnl_post_ops_append_sum(post_ops, 1.0, 0, dnnl.data_type_undef),
-                      "post-ops sum")
             for alg, alpha, beta in eltwise_post_ops:
                 check(lib.dnnl_post_ops_append_eltwise(post_ops, alg, alpha, beta),
                       "post-ops eltwise", f"alg {alg}")
@@ -82,31 +77,32 @@ class PrimitiveDesc:
         return out.value.decode()
 
 
-def reorder_pd(source_desc, target_desc, accumulate=False):
-    """A reorder from one layout to another (the only primitive not created on an engine);
-    with `accumulate` it adds the source into the target instead of overwriting it."""
-    attributes = accumulating_attributes() if accumulate else default_attributes()
+def reorder_pd(source_desc, target_desc):
+    """A reorder from one layout to another (the only primitive not created on an engine)."""
     return PrimitiveDesc("dnnl_reorder_primitive_desc_create", "reorder",
                          f"{source_desc} -> {target_desc}",
                          source_desc.handle, cpu_engine(), target_desc.handle, cpu_engine(),
-                         attributes.handle, engine_first=False)
+                         default_attributes().handle, engine_first=False)
 
 
-_SHARED_ATTRIBUTES = {}
+def sum_pd(target_desc, source_descs):
+    """target = the sum of the sources (all scales 1); source 0 may be the target itself."""
+    count = len(source_descs)
+    scales = (ctypes.c_float * count)(*([1.0] * count))
+    sources = (ctypes.c_void_p * count)(*[desc.handle.value for desc in source_descs])
+    return PrimitiveDesc("dnnl_sum_primitive_desc_create", "sum",
+                         f"{count} x {target_desc}", target_desc.handle, count, scales, sources,
+                         default_attributes().handle)
+
+
+_DEFAULT_ATTRIBUTES = []
 
 
 def default_attributes():
     """Attributes with nothing but the user scratchpad; shared by primitives without post-ops."""
-    if "default" not in _SHARED_ATTRIBUTES:
-        _SHARED_ATTRIBUTES["default"] = Attributes()
-    return _SHARED_ATTRIBUTES["default"]
-
-
-def accumulating_attributes():
-    """The user scratchpad and a sum post-op: `dst += result` (shared)."""
-    if "accumulate" not in _SHARED_ATTRIBUTES:
-        _SHARED_ATTRIBUTES["accumulate"] = Attributes(accumulate=True)
-    return _SHARED_ATTRIBUTES["accumulate"]
+    if not _DEFAULT_ATTRIBUTES:
+        _DEFAULT_ATTRIBUTES.append(Attributes())
+    return _DEFAULT_ATTRIBUTES[0]
 
 
 class Primitive:
@@ -182,7 +178,7 @@ class BoundCall:
             raise DnnlError(f"{self.primitive.name} ({self.label}) execute", shapes, status)
 
 
-__all__ = ["Attributes", "default_attributes", "reorder_pd", "PrimitiveDesc", "Primitive",
+__all__ = ["Attributes", "default_attributes", "reorder_pd", "sum_pd", "PrimitiveDesc", "Primitive",
            "PrimitiveCache", "primitive_cache", "BoundCall", "reorder_now"]
 
 

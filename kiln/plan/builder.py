@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from ..binding import constants as dnnl
 from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc, aligned_bytes, layout_key
-from ..binding.primitive import BoundCall, primitive_cache, reorder_pd
+from ..binding.primitive import BoundCall, primitive_cache, reorder_pd, sum_pd
 
 
 class KernelCall:
@@ -57,6 +57,7 @@ class PlanBuilder:
         self._slices = {}            # id(memory) -> (memory, bytes of all slices, count)
         self._slice_keys = {}        # id(memory) -> (phase, n-th allocation), forward phase
         self._transient_buffers = {}
+        self._pending_sums = {}      # parameter name -> (gradient, later sub-batches' parts)
 
     # -- buffers and primitives -------------------------------------------------------------
     def allocate(self, desc):
@@ -146,8 +147,12 @@ class PlanBuilder:
         """Where a backward primitive should write the gradient of `name` in layout `desc`."""
         grad = self.parameters.grad_memory(name)
         if self._slice is not None and self._slice[1] > 0:
-            # later sub-batches add their part to what the first one wrote
-            return _Accumulate(self, desc, grad, f"{name} gradient, sum of sub-batches")
+            # later sub-batches write their part aside; add_sub_batch_sums() adds them all
+            part = Memory(grad.desc)
+            self._pending_sums.setdefault(name, (grad, []))[1].append(part)
+            if desc == grad.desc:
+                return part
+            return _DeferredReorder(self, desc, part, f"{name} gradient to layout")
         if grad.desc == desc:
             return grad
         return _DeferredReorder(self, desc, grad, f"{name} gradient to layout")
@@ -185,6 +190,19 @@ class PlanBuilder:
         lib.dnnl_memory_set_data_handle(memory.handle, storage.ctypes.data)
         del self._slices[id(memory)]  # no longer part of a whole-batch buffer
         return memory
+
+    def add_sub_batch_sums(self):
+        """Add one sum per parameter: its gradient += every later sub-batch's part."""
+        for name, (grad, parts) in self._pending_sums.items():
+            descs = [grad.desc] + [part.desc for part in parts]
+            primitive = self.primitive(("sum", layout_key(grad.desc), len(descs)),
+                                       lambda descs=descs: sum_pd(descs[0], descs))
+            args = {dnnl.ARG_MULTIPLE_SRC + i: memory
+                    for i, memory in enumerate([grad, *parts])}
+            args[dnnl.ARG_DST] = grad
+            self.backward_calls.append(self.bind(primitive, args,
+                                                 f"{name} gradient, sum of sub-batches"))
+        self._pending_sums = {}
 
     def _register(self, memory, storage, count):
         self._slices[id(memory)] = (memory, storage, count)
@@ -256,18 +274,3 @@ class _DeferredReorder(Memory):
                                                                dnnl.ARG_TO: self._grad},
                                                    self._label))
         builder.reorder_labels.append(self._label)
-
-
-class _Accumulate(_DeferredReorder):
-    """A sub-batch's gradient buffer, added into the stored gradient (a reorder with a sum
-    post-op) right after the primitive that writes it."""
-
-    def flush(self):
-        key = ("reorder accumulate", layout_key(self.desc), layout_key(self._grad.desc))
-        builder = self._builder
-        primitive = builder.primitive(
-            key, lambda: reorder_pd(self.desc, self._grad.desc, accumulate=True))
-        builder.backward_calls.append(builder.bind(primitive, {dnnl.ARG_FROM: self,
-                                                               dnnl.ARG_TO: self._grad},
-                                                   self._label))
-

@@ -162,6 +162,7 @@ class StepPlan:
                         grad = step(grad)
                         if grad is None:
                             break
+            builder.add_sub_batch_sums()
             return None  # the sliced ops start at the input: nothing before them learns
 
         return whole, backward, seen

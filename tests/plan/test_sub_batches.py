@@ -142,3 +142,31 @@ def test_fused_pooling_in_sub_batches_trains_like_separate_ops(data_format, monk
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
     for a, b in zip(models[0].get_weights(), models[1].get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_sub_batch_gradients_kept_in_another_layout_add_up(monkeypatch):
+    """A conv whose backward-weights writes another layout than the stored gradient: each
+    sub-batch's part is reordered, then all are summed."""
+
+    def build():
+        keras.backend.clear_session()
+        keras.initializers.set_random_seed(8)
+        model = keras.Sequential([Conv2D(8, 3, activation="relu", input_shape=(12, 12, 1)),
+                                  Conv2D(8, 3), Flatten(), Dense(3, activation="softmax")])
+        model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.1))
+        return model
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(32, 12, 12, 1)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
+    whole = build()
+    whole.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 8 * 10 * 10 * 4)
+    monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
+    sliced = build()
+    sliced.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    plan = sliced._plan(True, 16)
+    assert plan.sub_batch == 4
+    assert plan.describe().count("conv2d_1/kernel gradient to layout") == 4
+    for a, b in zip(sliced.get_weights(), whole.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
