@@ -102,7 +102,7 @@ def main(argv=None):
                          default=["train", "infer"])
     compare.add_argument("--precisions", nargs="+", choices=["f32", "bf16"], default=["f32"])
     compare.add_argument("--frameworks", nargs="+", choices=sorted(FRAMEWORKS))
-    compare.add_argument("--repeats", type=int, default=3)
+    compare.add_argument("--repeats", type=int, default=5)
     compare.add_argument("--steps", type=int, default=15)
     compare.add_argument("--warmup", type=int, default=3)
     compare.add_argument("--json", default="bench-results/compare.json")

@@ -164,7 +164,7 @@ def format_table(report):
             f"{row['p10_ms']:>7.1f}-{row['p90_ms']:<6.1f}"
             f"{'' if ratio_median is None else f'{ratio_median:.2f}':>9}"
             f"{'' if ratio_best is None else f'{ratio_best:.2f}':>10}"
-            f"{row['gflops']:>9.0f}{row['pct_f32_peak']:>6.0f}"
+            f"{row['gflops']:>9.0f}{row['pct_f32_peak']:>6.1f}"
             f"{'' if pct_bf16 is None else f'{pct_bf16:.0f}':>6}")
     for name, detail in report["kiln"].items():
         if isinstance(detail, dict) and "calls_ms" in detail:
@@ -226,7 +226,7 @@ def markdown(report):
                    f"{row['p10_ms']:.1f}-{row['p90_ms']:.1f} | "
                    f"{'' if ratio is None else f'{ratio:.2f}'} | "
                    f"{'' if ratio_best is None else f'{ratio_best:.2f}'} | "
-                   f"{row['gflops']:.0f} | {row['pct_f32_peak']:.0f} |")
+                   f"{row['gflops']:.0f} | {row['pct_f32_peak']:.1f} |")
     for name, detail in report["kiln"].items():
         if not (isinstance(detail, dict) and "calls_ms" in detail):
             continue
