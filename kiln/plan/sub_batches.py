@@ -28,19 +28,23 @@ def per_image(op):
     return isinstance(op, (Conv2D, Pooling2D, MaxPoolDropout, Dropout))
 
 
-def choose(ops, input_dims, itemsize, budget=None):
-    """(number of leading ops to slice, images per sub-batch), or (0, batch) for none."""
-    budget = BUDGET_BYTES if budget is None else budget
-    batch = input_dims[0]
-    count = 0
-    dims = tuple(input_dims)
-    largest = 0
+def front(ops, input_dims, itemsize):
+    """(number of leading per-image ops, bytes of their largest output for one image)."""
+    count, largest, dims = 0, 0, tuple(input_dims)
     for op in ops:
         if len(dims) != 4 or not per_image(op):
             break
         dims = op.output_dims(dims)
         largest = max(largest, int(np.prod(dims[1:])) * itemsize)
         count += 1
+    return count, largest
+
+
+def choose(ops, input_dims, itemsize, budget=None):
+    """(number of leading ops to slice, images per sub-batch), or (0, batch) for none."""
+    budget = BUDGET_BYTES if budget is None else budget
+    batch = input_dims[0]
+    count, largest = front(ops, input_dims, itemsize)
     if not any(isinstance(op, Conv2D) for op in ops[:count]) or batch * largest <= budget:
         return 0, batch
     images = max((n for n in range(MIN_IMAGES, batch) if batch % n == 0

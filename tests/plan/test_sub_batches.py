@@ -170,3 +170,52 @@ def test_sub_batch_gradients_kept_in_another_layout_add_up(monkeypatch):
     assert plan.describe().count("conv2d_1/kernel gradient to layout") == 4
     for a, b in zip(sliced.get_weights(), whole.get_weights()):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
+
+
+FRONTS = {
+    "tanh conv, max pooling": lambda df: [
+        Conv2D(16, 3, activation="tanh", input_shape=shape_of(df), data_format=df),
+        MaxPooling2D(data_format=df)],
+    "linear conv, average pooling": lambda df: [
+        Conv2D(16, 3, input_shape=shape_of(df), data_format=df),
+        keras.layers.AveragePooling2D(data_format=df)],
+    "strided relu conv, sigmoid conv": lambda df: [
+        Conv2D(16, 3, strides=2, activation="relu", input_shape=shape_of(df), data_format=df),
+        Conv2D(16, 3, activation="sigmoid", padding="same", data_format=df)],
+}
+
+
+def shape_of(data_format):
+    return (12, 12, 2) if data_format == "channels_last" else (2, 12, 12)
+
+
+@pytest.mark.parametrize("front", sorted(FRONTS))
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_other_fronts_in_sub_batches_train_like_whole_batches(front, data_format, monkeypatch):
+    def build():
+        keras.backend.clear_session()
+        keras.initializers.set_random_seed(6)
+        model = keras.Sequential(FRONTS[front](data_format) + [
+            Flatten(data_format=data_format), Dense(4, activation="softmax")])
+        model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.Adam(0.01))
+        return model
+
+    x, y = data(data_format)
+    whole = build()
+    whole.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 1)  # as small as allowed: MIN_IMAGES
+    monkeypatch.setattr(sub_batches, "MIN_IMAGES", 4)
+    sliced = build()
+    sliced.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    assert sliced._plan(True, 16).sub_batch == 0  # a budget of 1 byte fits no sub-batch
+    sliced = build()
+    sliced.build()
+    _, largest = sub_batches.front(sliced.ops, logical_dims((16, *shape_of(data_format)),
+                                                           data_format), 4)
+    monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * largest)
+    sliced.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    assert sliced._plan(True, 16).sub_batch == 4
+    for a, b in zip(sliced.get_weights(), whole.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=5e-4, atol=5e-6)
+    np.testing.assert_allclose(sliced.predict(x, batch_size=16), whole.predict(x, batch_size=16),
+                               rtol=1e-4, atol=1e-6)
