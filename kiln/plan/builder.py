@@ -9,8 +9,9 @@ from contextlib import contextmanager
 
 from ..binding import constants as dnnl
 from ..binding.library import lib
-from ..binding.memory import Memory, MemoryDesc, aligned_bytes, layout_key
+from ..binding.memory import Memory, aligned_bytes, layout_key
 from ..binding.primitive import BoundCall, primitive_cache, reorder_pd, sum_pd
+from .sub_batches import SubBatchUnsupported, with_batch
 
 
 class KernelCall:
@@ -234,27 +235,6 @@ class PlanBuilder:
             lib.dnnl_memory_set_data_handle(memory.handle, storage.ctypes.data)
         self._scratchpad_storage = storage
         return self
-
-
-class SubBatchUnsupported(Exception):
-    """A plan cannot run in sub-batches (a layout that does not keep images back to back)."""
-
-
-def with_batch(desc, batch):
-    """`desc`'s layout for `batch` images (plain or channel-blocked layouts only)."""
-    wanted = layout_key(desc)
-    dims = desc.dims
-    for tag in BATCH_OUTER_TAGS.get(len(dims), ()):
-        candidate = MemoryDesc.with_tag(dims, desc.data_type, tag)
-        if layout_key(candidate) == wanted:
-            return MemoryDesc.with_tag((batch, *dims[1:]), desc.data_type, tag)
-    raise SubBatchUnsupported(f"no batch-outermost layout matches {desc}")
-
-
-BATCH_OUTER_TAGS = {
-    2: (dnnl.ab,),
-    4: (dnnl.aBcd16b, dnnl.acdb, dnnl.abcd, dnnl.aBcd8b, dnnl.aBcd4b),
-}
 
 
 class _DeferredReorder(Memory):

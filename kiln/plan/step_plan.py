@@ -21,7 +21,8 @@ from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
 from ..ops.tensor import CHANNELS_LAST, Tensor
 from . import sub_batches
-from .builder import PlanBuilder, SubBatchUnsupported
+from .builder import PlanBuilder
+from .sub_batches import SubBatchUnsupported
 
 
 def logical_dims(keras_shape, data_format):

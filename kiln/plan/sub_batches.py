@@ -13,6 +13,8 @@ are added to the first one's.
 
 import numpy as np
 
+from ..binding import constants as dnnl
+from ..binding.memory import MemoryDesc, layout_key
 from ..ops import Activation, Conv2D, Dropout, MaxPoolDropout, Pooling2D
 
 # Bytes of the largest activation of one sub-batch: about the two cores' L2 caches.
@@ -61,3 +63,24 @@ def recomputable(op, input_dims):
         return False
     kh, kw = op.kernel_size
     return input_dims[1] * kh * kw <= 32
+
+
+class SubBatchUnsupported(Exception):
+    """A plan cannot run in sub-batches (a layout that does not keep images back to back)."""
+
+
+def with_batch(desc, batch):
+    """`desc`'s layout for `batch` images (plain or channel-blocked layouts only)."""
+    wanted = layout_key(desc)
+    dims = desc.dims
+    for tag in BATCH_OUTER_TAGS.get(len(dims), ()):
+        candidate = MemoryDesc.with_tag(dims, desc.data_type, tag)
+        if layout_key(candidate) == wanted:
+            return MemoryDesc.with_tag((batch, *dims[1:]), desc.data_type, tag)
+    raise SubBatchUnsupported(f"no batch-outermost layout matches {desc}")
+
+
+BATCH_OUTER_TAGS = {
+    2: (dnnl.ab,),
+    4: (dnnl.aBcd16b, dnnl.acdb, dnnl.abcd, dnnl.aBcd8b, dnnl.aBcd4b),
+}
