@@ -5,14 +5,15 @@ convolution. Run separately that is four passes over memory in a training step (
 dropout forward, dropout backward, pool backward) plus the relu derivative; fused it is two:
 
 - forward reads the 2x2 window, keeps the max, applies the dropout mask and scale, and stores
-  one byte per output: the argmax (2 bits) and whether the element was kept (bit 2);
+  one byte per output: the argmax (2 bits), whether the element was kept (bit 2) and whether
+  the max is > 0 (bit 3);
 - backward reads that byte and the output gradient and writes the whole window (the gradient at
   the argmax, zeros elsewhere), so no separate zero-fill pass is needed.
 
-The relu derivative comes free: a kept output is `max * scale`, which is > 0 exactly when the
-relu output at the argmax is > 0, so `output > 0` is the relu mask wherever the gradient is not
-already zero. The mask is the one `Dropout` draws (same hash of the same memory index), so the
-fused and separate paths give identical results.
+The relu derivative comes free: the max of relu outputs is > 0 exactly when the relu output at
+the argmax is, so bit 3 is the relu mask and backward never reads the outputs again. The
+dropout mask is the one `Dropout` draws (same hash of the same memory index), so the fused and
+separate paths give identical results.
 
 Anything else (inference, bf16, other windows, layouts with more than one block) runs the
 separate oneDNN pooling and the dropout op.
@@ -34,7 +35,7 @@ U = np.uint64
 
 @njit(**PARALLEL)
 def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale, counter):
-    """y = max over the 2x2 window * keep * scale; codes = argmax | kept << 2.
+    """y = max over the 2x2 window * keep * scale; codes = argmax | kept << 2 | (max > 0) << 3.
 
     geometry = [slabs, lanes, in_h, in_w, out_h, out_w]; counter = [seed, step] as in Dropout.
     """
@@ -68,14 +69,14 @@ def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale
                     o = ow * lanes + lane
                     keep = _keeps(first + o, salt, keep_threshold)
                     out[U(o)] = best * (scale * keep)
-                    code[U(o)] = np.uint8(where + 4 * np.int32(keep))
+                    code[U(o)] = np.uint8(where + 4 * np.int32(keep) + 8 * np.int32(best > 0))
     counter[1] += U(1)
 
 
 @njit(**PARALLEL)
-def max_pool_dropout_backward_kernel(grad_out, y, codes, grad_in, geometry, scale, floor):
+def max_pool_dropout_backward_kernel(grad_out, codes, grad_in, geometry, scale, relu):
     """Every element of grad_in: the window's argmax gets grad * scale where the element was
-    kept and y > floor (0 for relu, -inf otherwise), the rest of the window 0."""
+    kept and, when `relu` (1, else 0) is set, the max was > 0; the rest of the window 0."""
     slabs, lanes = geometry[0], geometry[1]
     in_h, in_w, out_h, out_w = geometry[2], geometry[3], geometry[4], geometry[5]
     in_slab, out_slab = in_h * in_w * lanes, out_h * out_w * lanes
@@ -84,7 +85,6 @@ def max_pool_dropout_backward_kernel(grad_out, y, codes, grad_in, geometry, scal
     for slab in prange(slabs):
         for oh in range(out_h):
             first = slab * out_slab + oh * out_row
-            out = y[first:first + out_row]
             code = codes[first:first + out_row]
             grad = grad_out[first:first + out_row]
             top = slab * in_slab + 2 * oh * row
@@ -95,7 +95,8 @@ def max_pool_dropout_backward_kernel(grad_out, y, codes, grad_in, geometry, scal
                     for lane in range(lanes):
                         o = ow * lanes + lane
                         c = np.int32(code[U(o)])
-                        passes = np.float32((c >> 2) * np.int32(out[U(o)] > floor))
+                        kept, positive = (c >> 2) & 1, (c >> 3) & 1
+                        passes = np.float32(kept & (positive | (1 - relu)))
                         g = grad[U(o)] * scale * passes
                         where = (c & 3) - 2 * half
                         i = 2 * ow * lanes + lane
@@ -169,9 +170,9 @@ class MaxPoolDropout:
         if geometry is None:
             return self._separate(builder, x, need_input_grad)
 
-        # relu's derivative is `output > 0` (see the module docstring); others pass all.
-        floor = np.float32(0.0 if x.activation == "relu" else -np.inf)
-        if x.activation == "relu":
+        # relu's derivative is bit 3 of the codes (see the module docstring)
+        relu = np.int32(x.activation == "relu")
+        if relu:
             x.activation_grad_applied_downstream = True
         # This backward needs no window (the codes have the argmax) and handles relu's
         # derivative: if the producer's backward does not read its output either, nothing
@@ -194,8 +195,7 @@ class MaxPoolDropout:
             input_grad = builder.allocate(source.desc)
             builder.add_backward(builder.kernel(
                 max_pool_dropout_backward_kernel,
-                (grad.as_array(), output.as_array(), codes, input_grad.as_array(), geometry,
-                 scale, floor),
+                (grad.as_array(), codes, input_grad.as_array(), geometry, scale, relu),
                 f"{self.name} backward"))
             return input_grad
 

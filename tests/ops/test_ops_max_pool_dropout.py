@@ -81,15 +81,15 @@ def test_kernels_against_numpy(lanes_of, shape, relu):
     output = from_slabs(y, out_shape, lanes)
     np.testing.assert_allclose(output, best * kept * scale, rtol=1e-6)
     code = from_slabs(codes, out_shape, lanes)
-    assert np.array_equal(code >> 2, kept)
+    assert np.array_equal((code >> 2) & 1, kept)
     assert np.array_equal(code & 3, where)
+    assert np.array_equal(code >> 3, best > 0)
 
     grad = rng.normal(size=out_shape).astype(np.float32)
     grad_in = np.full(x.size, np.nan, np.float32)  # every element must be written
-    floor = np.float32(0 if relu else -np.inf)
-    max_pool_dropout_backward_kernel(to_slabs(grad, lanes), y, codes, grad_in, geometry, scale,
-                                     floor)
-    passes = kept * ((output > 0) if relu else 1)
+    max_pool_dropout_backward_kernel(to_slabs(grad, lanes), codes, grad_in, geometry, scale,
+                                     np.int32(relu))
+    passes = kept * ((best > 0) if relu else 1)
     expected = unpool_reference(grad * passes * scale, where, shape)
     np.testing.assert_allclose(from_slabs(grad_in, shape, lanes), expected, rtol=1e-6,
                                atol=1e-7)
