@@ -3,11 +3,33 @@
 numba's OpenMP threading layer uses the same GNU libgomp as the oneDNN wheel, so kiln's kernels
 and oneDNN's primitives share one thread pool instead of two pools spin-waiting against each
 other on the same cores.
+
+numba's on-disk cache checks only the modification time of the file a kernel is defined in,
+not of the helpers it inlines from other modules (the dropout hash is inlined into the fused
+pooling kernel): a cache kept beside the sources can run an old helper after an edit or a
+partial update. So the cache lives in a folder named after a hash of kiln's sources, unless
+NUMBA_CACHE_DIR is set.
 """
 
+import hashlib
 import os
+from pathlib import Path
+
+
+def _source_stamp():
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _cache_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kiln", "numba", _source_stamp())
+
 
 os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
+os.environ.setdefault("NUMBA_CACHE_DIR", _cache_dir())
 
 import numba  # noqa: E402
 

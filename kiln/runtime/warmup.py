@@ -25,8 +25,10 @@ def warm_up():
         mixed_precision.set_global_policy(policy)
         for optimizer in (optimizers.SGD(momentum=0.9), optimizers.SGD(nesterov=True),
                           optimizers.RMSprop(), optimizers.Adadelta(), optimizers.Adam()):
+            # pooling + dropout (fused in f32) and a dropout after a dense layer (separate)
             model = Sequential([Conv2D(16, (3, 3), activation="relu", input_shape=(6, 6, 1)),
                                 MaxPooling2D(), Dropout(0.5), Flatten(),
+                                Dense(8, activation="relu"), Dropout(0.5),
                                 Dense(2, activation="softmax")])
             model.compile(loss="categorical_crossentropy", optimizer=optimizer,
                           metrics=["accuracy"])
