@@ -55,7 +55,8 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
     breakdown = harness.layer_breakdown(profile["calls_ms"])
     assert any(k.startswith("conv2d") and v.get("forward", 0) > 0 for k, v in breakdown.items())
     assert any(k.startswith("dense") and v.get("backward", 0) > 0 for k, v in breakdown.items())
-    assert profile["fit_step_ms"] > 0
+    assert profile["fit_step_ms"] > 0 and profile["fit_plan_step_ms"] > 0
+    assert "over plan steps run alternately" in harness.step_efficiency(profile)
     text = harness.markdown(report)
     assert "| cifar10_cnn | train | channels_first | f32 | kiln |" in text
     assert "| optimizer update |" in text

@@ -55,25 +55,37 @@ def profile(model, data_format, mode, precision, steps):
     calls = {label: seconds * 1e3 for label, seconds in plan.profile(steps).items()}
     result = {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls}
     if mode == "train":
-        result["fit_step_ms"] = fit_step_ms(model, data_format, precision, steps)
+        result["fit_step_ms"], result["fit_plan_step_ms"] = fit_step_ms(
+            model, data_format, precision, steps)
     return result
 
 
-def fit_step_ms(model, data_format, precision, steps):
-    """Milliseconds per step of a whole fit() epoch of `steps` batches: the plan's step plus
-    everything fit() adds (batch gathering, callbacks, logs); the second of two epochs, so plan
-    building is not counted."""
+def fit_step_ms(model, data_format, precision, steps, rounds=5):
+    """(fit() ms per step, plan ms per step), medians over `rounds` that alternate a whole
+    fit() epoch of `steps` batches with `steps` bare plan steps on the same model, so the
+    machine's state is the same for both. fit() adds batch gathering, callbacks and logs;
+    the first epoch (plan building) is not counted."""
     import time
 
     import numpy as np
 
     keras_model, batch = build(model, data_format, precision)
     x, y = synthetic.batch(model, data_format)
-    x, y = np.concatenate([x] * steps), np.concatenate([y] * steps)
-    keras_model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
-    start = time.perf_counter()
-    keras_model.fit(x, y, batch_size=batch, epochs=1, verbose=0)
-    return (time.perf_counter() - start) / steps * 1e3
+    many_x, many_y = np.concatenate([x] * steps), np.concatenate([y] * steps)
+    keras_model.fit(many_x, many_y, batch_size=batch, epochs=1, verbose=0)
+    plan = keras_model._plan(True, batch)
+    fit_times, plan_times = [], []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        keras_model.fit(many_x, many_y, batch_size=batch, epochs=1, verbose=0)
+        fit_times.append((time.perf_counter() - start) / steps)
+        plan.inputs[...] = x
+        plan.labels[...] = y
+        start = time.perf_counter()
+        for _ in range(steps):
+            plan.train_step()
+        plan_times.append((time.perf_counter() - start) / steps)
+    return float(np.median(fit_times)) * 1e3, float(np.median(plan_times)) * 1e3
 
 
 def seconds_to_first_step(model, data_format):
