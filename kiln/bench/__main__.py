@@ -107,7 +107,7 @@ def main(argv=None):
     compare.add_argument("--warmup", type=int, default=3)
     compare.add_argument("--json", default="bench-results/compare.json")
     compare.add_argument("--log", default="bench-results/workers.log")
-    train = sub.add_parser("train", help="median ms per kiln training step and % of peak")
+    train = sub.add_parser("train", help="median ms per kiln training step and %% of peak")
     profile = sub.add_parser("profile", help="median time of every call of a kiln step")
     for p in (train, profile):
         p.add_argument("--model", choices=sorted(MODELS), default="mnist_cnn")

@@ -76,3 +76,13 @@ def test_kiln_command_usage(capsys):
     from kiln.cli import main
     assert main([]) == 2
     assert "kiln bench" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["compare", "--help"], ["train", "--help"],
+                                  ["profile", "--help"], ["report", "--help"]])
+def test_help_of_every_command(argv, capsys):
+    from kiln.bench.__main__ import main
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    assert "usage: python -m kiln.bench" in capsys.readouterr().out
