@@ -11,9 +11,13 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.memory import layout_key
 from ..binding.primitive import PrimitiveDesc, default_attributes
-from .numba_config import PARALLEL, SERIAL, njit, prange
+from .numba_config import PARALLEL, SERIAL, THREADS, get_thread_id, njit, prange
 
-LOW24 = np.uint64(0xFFFFFF)
+# Indices cast to unsigned: numba's negative-index wrap turns contiguous loads into gathers.
+U = np.uint64
+
+# Each thread draws the mask of CHUNK elements at a time into its own row of scratch words.
+CHUNK = 4096
 
 
 @njit(**SERIAL)
@@ -25,40 +29,71 @@ def _mix64(z):
 
 
 @njit(inline="always", **SERIAL)
-def _keeps(i, salt, keep_threshold):
-    """1 when element i is kept: 24 bits of splitmix64's finalizer of (i ^ salt) at or above
-    the threshold.
+def fill_keeps(first, count, salt, keep_threshold, words, out):
+    """out[e] = 1 when element `first + e` is kept, else 0, for e < count.
 
-    Two 64-bit multiplies per element (murmur3's 32-bit finalizer, written on uint64 because
-    numba widens uint32 arithmetic, took three and ran 35% slower); in a plain prange it
-    vectorizes, about 0.2 ms per million elements on 2 cores.
+    Element i is kept when 16-bit half number i % 4 (in memory order) of splitmix64's
+    finalizer of (i // 4) ^ salt is at or above the threshold: one hash decides four elements.
+    Hashing every element cost half of the fused pooling + dropout forward; the hashes go to
+    `words` (uint64 scratch of at least count // 4 + 2) so both loops vectorize, and the
+    compare stays on uint16 lanes. 16 bits put the drop rate within 2**-17 of `rate`.
     """
-    h = _mix64(np.uint64(i) ^ salt)
-    return np.uint8(((h >> np.uint64(40)) & LOW24) >= keep_threshold)
+    q0 = first // 4
+    for q in range((first + count + 3) // 4 - q0):
+        words[U(q)] = _mix64(np.uint64(q0 + q) ^ salt)
+    halves = words.view(np.uint16)
+    skip = first - 4 * q0
+    for e in range(count):
+        out[U(e)] = np.uint8(halves[U(skip + e)] >= keep_threshold)
+
+
+def keep_scratch(elements):
+    """Scratch words for fill_keeps: one row per numba thread, for up to `elements` a call."""
+    return np.zeros((THREADS, elements // 4 + 2), dtype=np.uint64)
+
+
+@njit(**SERIAL)
+def step_salt(counter):
+    """The salt of this step's mask; counter = [seed, step]."""
+    return _mix64(_mix64(counter[0]) + counter[1]) >> np.uint64(32)
 
 
 @njit(**PARALLEL)
-def dropout_forward_kernel(x, y, mask, keep_threshold, scale, counter):
+def dropout_forward_kernel(x, y, mask, keep_threshold, scale, counter, words):
     """f32: y = x * keep * scale and the uint8 mask, in one pass.
 
     counter = [seed, step]; the step advances per call, so every step draws a new mask.
+    words: keep_scratch(CHUNK).
     """
     n = x.size
-    salt = _mix64(_mix64(counter[0]) + counter[1]) >> np.uint64(32)
-    for i in prange(n):
-        keep = _keeps(i, salt, keep_threshold)
-        mask[i] = keep
-        y[i] = x[i] * (scale * keep)
+    salt = step_salt(counter)
+    for chunk in prange((n + CHUNK - 1) // CHUNK):
+        first = chunk * CHUNK
+        count = min(CHUNK, n - first)
+        keeps = mask[first:first + count]
+        fill_keeps(first, count, salt, keep_threshold, words[get_thread_id()], keeps)
+        source, target = x[first:first + count], y[first:first + count]
+        for e in range(count):
+            target[U(e)] = source[U(e)] * (scale * keeps[U(e)])
     counter[1] += np.uint64(1)
 
 
 @njit(**PARALLEL)
-def dropout_mask_bf16_kernel(mask_bits, keep_threshold, scale_bits, counter):
-    """bf16: the mask as bf16 values (0 or scale); a oneDNN binary mul applies it."""
+def dropout_mask_bf16_kernel(mask_bits, keep_threshold, scale_bits, counter, words, keeps):
+    """bf16: the mask as bf16 values (0 or scale); a oneDNN binary mul applies it.
+
+    words: keep_scratch(CHUNK); keeps: uint8 scratch of one CHUNK row per thread."""
     n = mask_bits.size
-    salt = _mix64(_mix64(counter[0]) + counter[1]) >> np.uint64(32)
-    for i in prange(n):
-        mask_bits[i] = scale_bits * _keeps(i, salt, keep_threshold)
+    salt = step_salt(counter)
+    for chunk in prange((n + CHUNK - 1) // CHUNK):
+        first = chunk * CHUNK
+        count = min(CHUNK, n - first)
+        thread = get_thread_id()
+        row = keeps[thread]
+        fill_keeps(first, count, salt, keep_threshold, words[thread], row)
+        target = mask_bits[first:first + count]
+        for e in range(count):
+            target[U(e)] = scale_bits * row[U(e)]
     counter[1] += np.uint64(1)
 
 
@@ -69,8 +104,8 @@ def dropout_backward_kernel(grad_out, mask, grad_in, scale):
 
 
 def keep_threshold(rate):
-    """Drop when the 24-bit hash is below rate * 2**24."""
-    return np.uint64(int(round(rate * (1 << 24))))
+    """Drop when the element's 16-bit hash is below rate * 2**16."""
+    return np.uint16(min(int(round(rate * (1 << 16))), (1 << 16) - 1))
 
 
 class Dropout:
@@ -102,7 +137,7 @@ class Dropout:
         builder.add_forward(builder.kernel(
             dropout_forward_kernel,
             (source.as_array(), output.as_array(), mask, keep_threshold(self.rate), scale,
-             self.counter), f"{self.name} forward"))
+             self.counter, keep_scratch(CHUNK)), f"{self.name} forward"))
 
         def backward(output_grad):
             if not need_input_grad:
@@ -125,7 +160,8 @@ class Dropout:
         scale_bits = np.uint16(scale.view(np.uint32) >> 16)  # truncation of 1/(1-rate) to bf16
         builder.add_forward(builder.kernel(
             dropout_mask_bf16_kernel,
-            (mask.as_array(np.uint16), keep_threshold(self.rate), scale_bits, self.counter),
+            (mask.as_array(np.uint16), keep_threshold(self.rate), scale_bits, self.counter,
+             keep_scratch(CHUNK), np.zeros((THREADS, CHUNK), np.uint8)),
             f"{self.name} mask"))
         multiply = builder.primitive(("binary mul", layout_key(desc)), lambda: PrimitiveDesc(
             "dnnl_binary_primitive_desc_create", "binary mul", f"dropout '{self.name}' {desc}",

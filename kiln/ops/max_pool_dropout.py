@@ -23,8 +23,8 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import layout_key
-from .dropout import _keeps, _mix64, keep_threshold
-from .numba_config import PARALLEL, njit, prange
+from .dropout import fill_keeps, keep_scratch, keep_threshold, step_salt
+from .numba_config import PARALLEL, get_thread_id, njit, prange
 
 # Indices are cast to unsigned before subscripting: numba wraps negative indices around, and
 # that check turns the contiguous loads and stores of these loops into gathers and scatters
@@ -34,16 +34,18 @@ U = np.uint64
 
 
 @njit(**PARALLEL)
-def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale, counter):
+def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale, counter,
+                                    words):
     """y = max over the 2x2 window * keep * scale; codes = argmax | kept << 2 | (max > 0) << 3.
 
-    geometry = [slabs, lanes, in_h, in_w, out_h, out_w]; counter = [seed, step] as in Dropout.
+    geometry = [slabs, lanes, in_h, in_w, out_h, out_w]; counter = [seed, step] as in Dropout;
+    words = keep_scratch(out_w * lanes).
     """
     slabs, lanes = geometry[0], geometry[1]
     in_h, in_w, out_h, out_w = geometry[2], geometry[3], geometry[4], geometry[5]
     in_slab, out_slab = in_h * in_w * lanes, out_h * out_w * lanes
     row, out_row = in_w * lanes, out_w * lanes
-    salt = _mix64(_mix64(counter[0]) + counter[1]) >> U(32)
+    salt = step_salt(counter)
     for slab in prange(slabs):
         for oh in range(out_h):
             top = slab * in_slab + 2 * oh * row
@@ -52,6 +54,9 @@ def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale
             first = slab * out_slab + oh * out_row
             out = y[first:first + out_row]
             code = codes[first:first + out_row]
+            # the row's dropout mask first (Dropout's: the same memory index and step)
+            fill_keeps(first, out_row, salt, keep_threshold, words[get_thread_id()],
+                       code)
             for ow in range(out_w):
                 for lane in range(lanes):
                     i = 2 * ow * lanes + lane
@@ -67,7 +72,7 @@ def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale
                     where += np.int32(d > best) * (3 - where)
                     best = max(best, d)
                     o = ow * lanes + lane
-                    keep = _keeps(first + o, salt, keep_threshold)
+                    keep = code[U(o)]
                     out[U(o)] = best * (scale * keep)
                     code[U(o)] = np.uint8(where + 4 * np.int32(keep) + 8 * np.int32(best > 0))
     counter[1] += U(1)
@@ -184,7 +189,8 @@ class MaxPoolDropout:
         builder.add_forward(builder.kernel(
             max_pool_dropout_forward_kernel,
             (source.as_array(), output.as_array(), codes, geometry,
-             keep_threshold(self.dropout.rate), scale, self.dropout.counter),
+             keep_threshold(self.dropout.rate), scale, self.dropout.counter,
+             keep_scratch(int(geometry[5] * geometry[1]))),
             f"{self.name} forward"))
 
         def backward(output_grad):

@@ -8,7 +8,8 @@ numba's on-disk cache checks only the modification time of the file a kernel is 
 not of the helpers it inlines from other modules (the dropout hash is inlined into the fused
 pooling kernel): a cache kept beside the sources can run an old helper after an edit or a
 partial update. So the cache lives in a folder named after a hash of kiln's sources, unless
-NUMBA_CACHE_DIR is set.
+NUMBA_CACHE_DIR is set. That only works if this module imports numba first: the rest of kiln
+takes numba from here and never imports it itself (a test checks).
 """
 
 import hashlib
@@ -38,3 +39,6 @@ SERIAL = dict(fastmath=True, cache=True, nogil=True)
 
 njit = numba.njit
 prange = numba.prange
+get_thread_id = numba.get_thread_id
+# Threads numba may run (set_num_threads can lower it, never raise it): per-thread scratch rows.
+THREADS = numba.config.NUMBA_NUM_THREADS

@@ -5,7 +5,14 @@ import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness
 
 from kiln.ops.conv2d import Conv2D
-from kiln.ops.dropout import Dropout
+from kiln.ops.dropout import (
+    CHUNK,
+    Dropout,
+    dropout_forward_kernel,
+    dropout_mask_bf16_kernel,
+    keep_scratch,
+    keep_threshold,
+)
 
 N_ELEMENTS = 128 * 1024
 
@@ -140,3 +147,48 @@ def test_dropout_neighbouring_seeds_draw_unrelated_masks():
     second_step_seed_1 = h1.forward() != 0
     first_step_seed_2 = h2.forward() != 0
     assert np.mean(second_step_seed_1 != first_step_seed_2) > 0.3
+
+
+def mix64(z):
+    """splitmix64's finalizer in numpy (uint64 arithmetic wraps)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def reference_keeps(n, seed, step, rate):
+    """The documented rule: element i is kept when 16-bit half i % 4 (low half first) of
+    mix64((i // 4) ^ salt) >= round(rate * 2**16), salt = mix64(mix64(seed) + step) >> 32."""
+    with np.errstate(over="ignore"):
+        salt = mix64(mix64(np.array([seed], np.uint64)) + np.uint64(step)) >> np.uint64(32)
+        i = np.arange(n, dtype=np.uint64)
+        h = mix64((i // np.uint64(4)) ^ salt)
+    half = (h >> (np.uint64(16) * (i % np.uint64(4)))) & np.uint64(0xFFFF)
+    return (half >= round(rate * 65536)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("n", [3 * CHUNK + 7, 5, CHUNK])
+@pytest.mark.parametrize("rate", [0.25, 0.1])
+def test_dropout_kernels_draw_the_documented_mask(n, rate):
+    x = np.random.default_rng(n).uniform(1, 2, n).astype(np.float32)
+    y, mask = np.zeros_like(x), np.zeros(n, np.uint8)
+    counter = np.array([77, 3], np.uint64)
+    scale = np.float32(1 / (1 - rate))
+    dropout_forward_kernel(x, y, mask, keep_threshold(rate), scale, counter, keep_scratch(CHUNK))
+    expected = reference_keeps(n, 77, 3, rate)
+    np.testing.assert_array_equal(mask, expected)
+    np.testing.assert_array_equal(y, x * (scale * expected))
+    assert counter[1] == 4
+    # the bf16 path draws the same mask, as bf16 values 0 or 1.0 (bits 0x3F80)
+    bits = np.zeros(n, np.uint16)
+    dropout_mask_bf16_kernel(bits, keep_threshold(rate), np.uint16(0x3F80),
+                             np.array([77, 3], np.uint64), keep_scratch(CHUNK),
+                             np.zeros((keep_scratch(CHUNK).shape[0], CHUNK), np.uint8))
+    np.testing.assert_array_equal(bits, expected * np.uint16(0x3F80))
+
+
+def test_keep_threshold_is_rate_in_sixteen_bits():
+    assert keep_threshold(0.25) == 16384
+    assert keep_threshold(0.0) == 0
+    assert keep_threshold(0.999999) == 65535  # never more than 16 bits
+    assert abs(keep_threshold(0.1) / 65536 - 0.1) <= 2 ** -17

@@ -8,7 +8,7 @@ from kiln import keras
 from kiln.graph.fusion import fuse_activations
 from kiln.graph.symbolic import ops_in_order
 from kiln.keras.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
-from kiln.ops.dropout import dropout_forward_kernel
+from kiln.ops.dropout import CHUNK, dropout_forward_kernel, keep_scratch, keep_threshold
 from kiln.ops.max_pool_dropout import (
     MaxPoolDropout,
     max_pool_dropout_backward_kernel,
@@ -65,16 +65,16 @@ def test_kernels_against_numpy(lanes_of, shape, relu):
     codes = np.zeros(y.size, np.uint8)
     geometry = np.array([n * c // lanes, lanes, h, w, h // 2, w // 2], np.int64)
     counter = np.array([seed, 5], np.uint64)
-    threshold = np.uint64(int(rate * (1 << 24)))
+    threshold = keep_threshold(rate)
     max_pool_dropout_forward_kernel(to_slabs(x, lanes), y, codes, geometry, threshold, scale,
-                                    counter)
+                                    counter, keep_scratch((w // 2) * lanes))
     assert counter[1] == 6  # the step advances, as in Dropout
 
     # the mask is Dropout's: the same hash of the same memory index and step
     ones = np.ones_like(y)
     mask = np.zeros(y.size, np.uint8)
     dropout_forward_kernel(ones, np.empty_like(ones), mask, threshold, scale,
-                           np.array([seed, 5], np.uint64))
+                           np.array([seed, 5], np.uint64), keep_scratch(CHUNK))
     kept = from_slabs(mask.astype(np.float64), out_shape, lanes)
     assert 0.6 < kept.mean() < 0.9
     best, where = pool_reference(x.astype(np.float64))

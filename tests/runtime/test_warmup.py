@@ -1,6 +1,10 @@
 """The warm-up compiles every kernel a plan calls."""
 
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 from kiln.ops import dropout, max_pool_dropout, numba_config, softmax_cross_entropy
 from kiln.runtime import optimizers
@@ -28,3 +32,24 @@ def test_kernel_cache_is_keyed_by_the_sources(tmp_path, monkeypatch):
     first = numba_config._source_stamp()
     (tmp_path / "ops" / "dropout.py").write_text("x = 2\n")
     assert numba_config._source_stamp() != first
+
+
+def test_only_numba_config_imports_numba():
+    """numba reads NUMBA_CACHE_DIR once, when it is first imported: a kiln module importing
+    numba before numba_config would put the cache back beside the sources, keyed only on
+    each kernel's own file (an edited inlined helper would then run stale)."""
+    package = Path(numba_config.__file__).resolve().parent.parent
+    offenders = [str(path.relative_to(package)) for path in package.rglob("*.py")
+                 if path.name != "numba_config.py"
+                 and re.search(r"^\s*(import numba|from numba)", path.read_text(), re.M)]
+    assert offenders == []
+
+
+def test_a_fresh_interpreter_caches_kernels_in_the_stamped_folder():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    code = ("import kiln.ops.dropout, kiln.keras, numba\n"
+            "from kiln.ops import numba_config\n"
+            "print(numba.config.CACHE_DIR == numba_config._cache_dir())")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, check=True)
+    assert result.stdout.strip() == "True"
