@@ -4,7 +4,7 @@ The convolutional front of mnist_cnn writes and reads tensors of 11-19 MB per ba
 more than the caches keep between one primitive and the next inside a whole training step, so
 the memory-bound work in between (pooling, dropout, relu backward, the first convolution) runs
 at DRAM speed. Cut into sub-batches of a few MB, each op's output is still in cache when the
-next op reads it; the convolutions themselves run as fast on 16 images as on 128.
+next op reads it; the convolutions themselves run as fast on 8 images as on 128.
 
 Only per-image ops are sliced (convolutions, pooling, dropout, activations), from the input up
 to the first op that mixes images or flattens them; the weight gradients of later sub-batches
@@ -17,8 +17,11 @@ from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key
 from ..ops import Activation, Conv2D, Dropout, MaxPoolDropout, Pooling2D
 
-# Bytes of the largest activation of one sub-batch: about the two cores' L2 caches.
-BUDGET_BYTES = 4 << 20
+# Bytes of the largest activation of one sub-batch: with the call's input beside it, split over
+# the two cores, it stays inside each core's 2 MB L2. mnist_cnn gets 8 images (4 MB gave 16:
+# 0.2-0.4 ms slower per step in three same-process A/B pairs); cifar10_cnn gets 16 (its
+# whole batch of 32 measured the same).
+BUDGET_BYTES = 2 << 20
 # Fewer images than this per call and per-call costs (thread start, weight-gradient
 # reductions) outweigh what the caches save.
 MIN_IMAGES = 8

@@ -29,15 +29,15 @@ def built():
 
 def test_choice_for_the_classic_models(built):
     mnist = built(mnist_cnn)
-    # conv, conv, pool+dropout: 64 x 24 x 24 floats (147 KB) per image, 16 images per 4 MB
-    assert front_and_size(mnist, 128) == (3, 16)
-    assert front_and_size(mnist, 128, itemsize=2) == (3, 16 * 2)
-    assert front_and_size(mnist, 96) == (3, 24)
+    # conv, conv, pool+dropout: 64 x 24 x 24 floats (147 KB) per image, 8 images per 2 MB
+    assert front_and_size(mnist, 128) == (3, 8)
+    assert front_and_size(mnist, 128, itemsize=2) == (3, 8 * 2)
+    assert front_and_size(mnist, 96) == (3, 12)
     assert front_and_size(mnist, 8) == (0, 8)      # the whole batch fits already
     assert front_and_size(mnist, 127) == (0, 127)  # no divisor of 8 images or more fits
     cifar = built(cifar10_cnn, "channels_first")
-    assert front_and_size(cifar, 32) == (0, 32)    # 32 images of 32 x 32 x 32 floats: 4 MB
-    assert front_and_size(cifar, 64) == (6, 32)    # up to the Flatten
+    assert front_and_size(cifar, 16) == (0, 16)    # 16 images of 32 x 32 x 32 floats: 2 MB
+    assert front_and_size(cifar, 32) == (6, 16)    # up to the Flatten
 
 
 def test_only_cheap_first_convolutions_are_recomputed():
