@@ -72,7 +72,17 @@ softmax_accurate = 196608
 softmax_log = 196609
 binary_add = 131056
 binary_mul = 131057
+binary_max = 131058
+binary_min = 131059
+binary_div = 131060
+binary_sub = 131061
 reduction_sum = 196596
+
+# dnnl_normalization_flags_t (batch normalization)
+use_global_stats = 0x1
+use_scale = 0x2
+use_shift = 0x4
+fuse_norm_relu = 0x8
 
 # dnnl_query_t
 query_impl_info_str = 8
@@ -110,6 +120,12 @@ ARG_DIFF_SRC = 129
 ARG_DIFF_DST = 145
 ARG_DIFF_WEIGHTS = 161
 ARG_DIFF_BIAS = 169
+ARG_MEAN = 49
+ARG_VARIANCE = 50
+ARG_SCALE = 51
+ARG_SHIFT = 52
+ARG_DIFF_SCALE = 255
+ARG_DIFF_SHIFT = 256
 ARG_FROM = 1
 ARG_TO = 17
 

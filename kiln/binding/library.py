@@ -89,6 +89,12 @@ DECLARATIONS = {
     "dnnl_inner_product_backward_weights_primitive_desc_create":
         (status_t, [PH, H, H, H, H, H, H, H]),
     "dnnl_binary_primitive_desc_create": (status_t, [PH, H, c_int, H, H, H, H]),
+    "dnnl_concat_primitive_desc_create": (status_t, [PH, H, H, c_int, c_int, POINTER(H), H]),
+    "dnnl_batch_normalization_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, H, H, c_float, ctypes.c_uint, H]),
+    "dnnl_batch_normalization_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, H, H, H, c_float, ctypes.c_uint, H, H]),
+    "dnnl_post_ops_append_binary": (status_t, [H, c_int, H]),
     "dnnl_matmul_primitive_desc_create": (status_t, [PH, H, H, H, H, H, H]),
     "dnnl_sgemm": (status_t, [c_char, c_char, dim_t, dim_t, dim_t, c_float, c_void_p, dim_t,
                               c_void_p, dim_t, c_float, c_void_p, dim_t]),

@@ -59,6 +59,7 @@ class PlanBuilder:
         self._slice_keys = {}        # id(memory) -> (phase, n-th allocation), forward phase
         self._transient_buffers = {}
         self._pending_sums = {}      # parameter name -> (gradient, later sub-batches' parts)
+        self._shared_grads = set()   # id(Memory) of gradient buffers with several readers
 
     # -- buffers and primitives -------------------------------------------------------------
     def allocate(self, desc):
@@ -139,6 +140,19 @@ class PlanBuilder:
             finally:
                 self._slice = current
         return self._parameter_views[key]
+
+    def wants_grad(self, name):
+        """Whether the step computes the gradient of parameter `name` (not when frozen)."""
+        return self.training and self.parameters.trainable(name)
+
+    def writable(self, memory):
+        """Whether an op may overwrite the gradient buffer `memory` it was handed (not when the
+        plan handed the same buffer to another consumer too, at a fan-out)."""
+        return id(memory) not in self._shared_grads
+
+    def share(self, memory):
+        """Mark a gradient buffer handed to more than one consumer (see `writable`)."""
+        self._shared_grads.add(id(memory))
 
     def master_layout(self, name, desc):
         """Keep the f32 master copy of `name` in layout `desc` (if not laid out yet)."""

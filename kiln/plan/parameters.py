@@ -15,8 +15,13 @@ from ..binding.primitive import reorder_now
 
 
 class Parameter:
-    def __init__(self, name, dims, user_tag, value):
+    """Args: name ("<layer>/<weight>"), logical dims, tag of the Keras layout, Keras value,
+    trainable (False for frozen weights and for state such as BatchNormalization's moving
+    statistics: no gradient, no optimizer update)."""
+
+    def __init__(self, name, dims, user_tag, value, trainable=True):
         self.name = name
+        self.trainable = trainable
         self.dims = tuple(dims)
         self.user_tag = user_tag
         self.user_desc = MemoryDesc.with_tag(self.dims, dnnl.f32, user_tag)
@@ -31,17 +36,20 @@ class ParameterStore:
         self.values_arena = None  # flat float32 views over all values / all gradients
         self.grads_arena = None
 
-    def add(self, name, dims, user_tag, value):
+    def add(self, name, dims, user_tag, value, trainable=True):
         if name in self.parameters:
             raise ValueError(f"parameter {name!r} already exists")
         expected = int(np.prod(dims))
         if np.size(value) != expected:
             raise ValueError(f"parameter {name!r}: expected {expected} values for dims "
                              f"{tuple(dims)}, got array of shape {np.shape(value)}")
-        self.parameters[name] = Parameter(name, dims, user_tag, value)
+        self.parameters[name] = Parameter(name, dims, user_tag, value, trainable)
 
     def __contains__(self, name):
         return name in self.parameters
+
+    def trainable(self, name):
+        return self.parameters[name].trainable
 
     def value_memory(self, name, desc):
         """The value's Memory; the first caller's `desc` becomes the stored layout."""

@@ -75,6 +75,7 @@ class OpHarness:
 
         self.store = ParameterStore()
         self.param_shapes = {}
+        self.state_shapes = {}
         dims = self.input_dims
         for op in self.ops:
             for key, (param_dims, tag) in parameter_specs(op, dims, data_format).items():
@@ -84,8 +85,17 @@ class OpHarness:
                 value = np.asarray(params[name], dtype=np.float32)
                 self.param_shapes[name] = value.shape
                 self.store.add(name, param_dims, tag, value)
+            state_dims = getattr(op, "state_dims", lambda dims: {})(dims)
+            for key, (param_dims, tag) in state_dims.items():
+                # non-trainable state (e.g. moving statistics): given like parameters, no grad
+                name = f"{op.name}/{key}"
+                if name not in params:
+                    raise KeyError(f"missing state {name!r}")
+                value = np.asarray(params[name], dtype=np.float32)
+                self.state_shapes[name] = value.shape
+                self.store.add(name, param_dims, tag, value, trainable=False)
             dims = op.output_dims(dims)
-        unknown = set(params) - set(self.param_shapes)
+        unknown = set(params) - set(self.param_shapes) - set(self.state_shapes)
         if unknown:
             raise KeyError(f"unused parameters {sorted(unknown)}")
 
@@ -160,7 +170,8 @@ class OpHarness:
         self.store.set_value(name, np.asarray(value, dtype=np.float32))
 
     def get_param(self, name):
-        return self.store.get_value(name).reshape(self.param_shapes[name])
+        shape = self.param_shapes.get(name) or self.state_shapes[name]
+        return self.store.get_value(name).reshape(shape)
 
     def objective(self, dy):
         """L = sum(output * dy) in float64, from a fresh forward run."""
