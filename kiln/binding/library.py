@@ -44,6 +44,7 @@ DECLARATIONS = {
     "dnnl_memory_desc_create_with_tag": (status_t, [PH, c_int, D, c_int, c_int]),
     "dnnl_memory_desc_create_with_strides": (status_t, [PH, c_int, D, c_int, D]),
     "dnnl_memory_desc_reshape": (status_t, [PH, H, c_int, D]),
+    "dnnl_memory_desc_create_submemory": (status_t, [PH, H, D, D]),
     "dnnl_memory_desc_clone": (status_t, [PH, H]),
     "dnnl_memory_desc_destroy": (status_t, [H]),
     "dnnl_memory_desc_query": (status_t, [H, c_int, c_void_p]),

@@ -1,47 +1,78 @@
-"""Graph rewrites applied before planning.
+"""Graph rewrites applied before planning: a producer and its only consumer become one op.
 
 The classic cifar10_cnn writes `Conv2D(32, (3, 3))` then `Activation('relu')`: two layers,
 but one oneDNN primitive with an eltwise post-op does both, and saves a pass over the tensor
 forward. Parameter names stay those of the conv/dense op, so weights are unaffected.
-
 Both classic examples also write `MaxPooling2D((2, 2))` then `Dropout(0.25)`: one fused op
 (`MaxPoolDropout`) does both in one pass forward and one backward.
+
+A rewrite applies only where the producer's output has exactly one consumer and is not a
+model output: otherwise someone else still needs the unfused tensor.
 """
 
 import copy
 
 from ..ops import FUSABLE, Activation, Conv2D, Dense, Dropout, MaxPoolDropout, Pooling2D
+from .symbolic import Node
 
 
-def fuse_activations(ops):
-    """Fold Activation(relu|tanh|sigmoid) into a preceding Conv2D/Dense without activation."""
-    fused = []
-    for op in ops:
-        previous = fused[-1] if fused else None
-        if (isinstance(op, Activation) and op.activation in FUSABLE
-                and isinstance(previous, (Conv2D, Dense))
-                and previous.activation in (None, "linear")):
-            merged = copy.copy(previous)
-            merged.activation = op.activation
-            fused[-1] = merged
-            continue
-        fused.append(op)
-    return fused
+def fold_activation(producer, consumer):
+    """Conv2D/Dense without activation + Activation(relu|tanh|sigmoid) -> one op."""
+    if (isinstance(consumer, Activation) and consumer.activation in FUSABLE
+            and isinstance(producer, (Conv2D, Dense))
+            and producer.activation in (None, "linear")):
+        merged = copy.copy(producer)
+        merged.activation = consumer.activation
+        return merged
+    return None
 
 
-def fuse_pool_dropout(ops):
-    """Replace a 2x2/2 max Pooling2D directly followed by a Dropout with one MaxPoolDropout."""
-    fused = []
-    for op in ops:
-        previous = fused[-1] if fused else None
-        if (isinstance(op, Dropout) and isinstance(previous, Pooling2D)
-                and MaxPoolDropout.applies_to(previous, op)):
-            fused[-1] = MaxPoolDropout(previous, op)
-            continue
-        fused.append(op)
-    return fused
+def fold_relu(producer, consumer):
+    """An op that can apply a relu itself (batch norm, add) + Activation('relu') -> one op."""
+    if (isinstance(consumer, Activation) and consumer.activation == "relu"
+            and hasattr(producer, "with_relu")):
+        return producer.with_relu()
+    return None
 
 
-def fuse(ops):
-    """All rewrites, in order."""
-    return fuse_pool_dropout(fuse_activations(ops))
+def fold_pool_dropout(producer, consumer):
+    """A 2x2/2 max Pooling2D + Dropout -> one MaxPoolDropout."""
+    if (isinstance(consumer, Dropout) and isinstance(producer, Pooling2D)
+            and MaxPoolDropout.applies_to(producer, consumer)):
+        return MaxPoolDropout(producer, consumer)
+    return None
+
+
+RULES = (fold_activation, fold_relu, fold_pool_dropout)
+
+
+def fuse(graph, rules=RULES):
+    """A new Graph with every applicable pair folded (the traced graph is not modified)."""
+    nodes = list(graph.nodes)
+    outputs = {id(t) for t in graph.outputs}
+    changed = True
+    while changed:
+        changed = False
+        readers = {}
+        for node in nodes:
+            for tensor in node.inputs:
+                readers.setdefault(id(tensor), []).append(node)
+        producer_of = {id(node.output): node for node in nodes}
+        for index, node in enumerate(nodes):
+            if len(node.inputs) != 1:
+                continue
+            tensor = node.inputs[0]
+            producer = producer_of.get(id(tensor))
+            if (producer is None or id(tensor) in outputs
+                    or len(readers.get(id(tensor), ())) != 1):
+                continue
+            for rule in rules:
+                merged = rule(producer.op, node.op)
+                if merged is not None:
+                    nodes[index] = Node(merged, producer.inputs, node.output)
+                    nodes.remove(producer)
+                    changed = True
+                    break
+            if changed:
+                break
+    return graph.with_nodes(nodes)

@@ -1,11 +1,26 @@
-"""Symbolic tensors: what Keras layers' `call()` produce while a model is traced.
+"""Symbolic tensors and nodes: what Keras layers' `call()` produce while a model is traced.
 
-Calling a layer on a SymbolicTensor records the op that computes it; the plan compiler walks
-these records back from the model output to get the ops in execution order. Dims are oneDNN's
-logical order (N, C, H, W) with the batch left as None.
+Calling a layer on SymbolicTensors records a Node (one op applied to a tuple of input tensors,
+producing one output tensor): together they form a DAG from the model inputs to its outputs,
+which `topology.py` orders and the plan compiler walks. Dims are oneDNN's logical order
+(N, C, H, W) or (N, F) with the batch left as None.
 """
 
-from ..ops.tensor import CHANNELS_LAST, keras_shape
+from ..ops.tensor import CHANNELS_LAST, keras_shape, logical_dims
+
+
+class Node:
+    """One op applied to `inputs` (a tuple of SymbolicTensors), producing `output`."""
+
+    __slots__ = ("op", "inputs", "output")
+
+    def __init__(self, op, inputs, output=None):
+        self.op = op
+        self.inputs = tuple(inputs)
+        self.output = output
+
+    def __repr__(self):
+        return f"<Node {type(self.op).__name__} '{getattr(self.op, 'name', '?')}'>"
 
 
 class SymbolicTensor:
@@ -13,39 +28,61 @@ class SymbolicTensor:
         dims: logical dims with batch None, e.g. (None, 32, 26, 26).
         data_format: how Keras orders this tensor's axes.
         flattened: Keras sees (None, features) over 4D dims.
-        op: the op that produces it (None for a model input); input: its input tensor.
+        node: the Node that produces it (None for a model input).
+        name: for messages (a model input's name, or the producing op's).
     """
 
-    def __init__(self, dims, data_format=CHANNELS_LAST, flattened=False, op=None, input=None):
+    def __init__(self, dims, data_format=CHANNELS_LAST, flattened=False, node=None, name=None):
         self.dims = tuple(dims)
         self.data_format = data_format
         self.flattened = flattened
-        self.op = op
-        self.input = input
+        self.node = node
+        self.name = name or (node.op.name if node is not None else "input")
+        self._keras_history = None  # (layer, node index, tensor index), set by the front end
+        self._format_fixed = node is not None
+
+    def read_as(self, data_format, context):
+        """Check that a layer reading this tensor in `data_format` agrees with it. A model
+        input takes the data format of the first such layer (`keras.Input((1, 28, 28))` then
+        a channels_first Conv2D); any other disagreement is an error naming the layer."""
+        if len(self.dims) == 4 and data_format != self.data_format:
+            if self._format_fixed:
+                raise ValueError(f"{context}: data_format {data_format!r} differs from its "
+                                 f"input's {self.data_format!r}; use one data_format per model")
+            shape = self.shape
+            self.data_format = data_format
+            self.dims = logical_dims(shape, data_format)
+        self._format_fixed = True
+
+    @property
+    def op(self):
+        return self.node.op if self.node is not None else None
 
     @property
     def shape(self):
-        """The Keras shape, batch first (None)."""
+        """The Keras shape, batch first (None unless the input fixed a batch size)."""
         return keras_shape(self.dims, self.data_format, self.flattened)
 
+    @property
+    def ndim(self):
+        return len(self.shape)
+
     def __repr__(self):
-        return f"<SymbolicTensor shape={self.shape}>"
+        return f"<SymbolicTensor name={self.name} shape={self.shape}>"
 
 
-def apply(op, x, flattened=None):
-    """The SymbolicTensor produced by running `op` on `x`, using the op's shape rule."""
-    probe = (1, *x.dims[1:])  # shape rules need a concrete batch; any value works
-    out = op.output_dims(probe)
-    keep_flat = x.flattened and len(out) == len(x.dims)
-    return SymbolicTensor((None, *out[1:]), x.data_format,
-                          keep_flat if flattened is None else flattened, op, x)
-
-
-def ops_in_order(output):
-    """The ops from the model input to `output`, first to last."""
-    ops = []
-    tensor = output
-    while tensor.op is not None:
-        ops.append(tensor.op)
-        tensor = tensor.input
-    return ops[::-1]
+def apply(op, inputs, flattened=None):
+    """The SymbolicTensor produced by running `op` on `inputs` (one tensor, or a list for ops
+    of several inputs), using the op's shape rule."""
+    many = getattr(op, "arity", 1) is None
+    tensors = list(inputs) if many else [inputs]
+    batch = tensors[0].dims[0]
+    # shape rules need a concrete batch; any value works
+    probes = [(1, *t.dims[1:]) for t in tensors]
+    out = op.output_dims(probes if many else probes[0])
+    first = tensors[0]
+    keep_flat = all(t.flattened for t in tensors) and len(out) == len(first.dims)
+    node = Node(op, tensors)
+    node.output = SymbolicTensor((batch, *out[1:]), first.data_format,
+                                 keep_flat if flattened is None else flattened, node)
+    return node.output

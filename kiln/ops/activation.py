@@ -7,12 +7,13 @@ saved output); softmax runs as oneDNN softmax forward / backward over the channe
 from ..binding import constants as dnnl
 from ..binding.memory import layout_key
 from ..binding.primitive import PrimitiveDesc, default_attributes
+from .base import Op
 from .eltwise import ACTIVATIONS, IDENTITY, eltwise_backward, eltwise_forward
 
 SUPPORTED = sorted(ACTIVATIONS) + ["linear", "softmax"]
 
 
-class Activation:
+class Activation(Op):
     """Args: name, activation (one of SUPPORTED)."""
 
     def __init__(self, name, activation):

@@ -8,6 +8,7 @@ pass over the output gradient, never from a separate reduction).
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, to_dims
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from .base import Op
 from .eltwise import eltwise_backward, post_ops
 from .tensor import Tensor
 
@@ -31,7 +32,7 @@ def same_padding(length, kernel, stride):
     return total // 2, total - total // 2
 
 
-class Conv2D:
+class Conv2D(Op):
     """A 2D convolution op.
 
     Args:

@@ -2,18 +2,19 @@
 
 A Dense after Flatten reads the 4D blocked activation directly with 4D weights (units, C, H, W);
 its Keras kernel (features, units) maps onto them with a tag that encodes the flattened feature
-order: (H, W, C) for channels_last, (C, H, W) for channels_first. So Flatten costs nothing.
+order, (H, W, C) in both data formats as Keras flattens. So Flatten costs nothing.
 """
 
 from ..binding import constants as dnnl
 from ..binding.errors import DnnlError
 from ..binding.memory import MemoryDesc, layout_key
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from .base import Op
 from .eltwise import eltwise_backward, post_ops
 from .tensor import CHANNELS_LAST, Tensor
 
 
-class Dense:
+class Dense(Op):
     """Args: name, units, activation (None/'linear'/'relu'/'tanh'/'sigmoid'), use_bias."""
 
     def __init__(self, name, units, activation=None, use_bias=True):
@@ -26,12 +27,14 @@ class Dense:
         return (input_dims[0], self.units)
 
     def parameter_dims(self, input_dims, data_format=CHANNELS_LAST):
-        """Kernel dims (units, *features) and the tag of the Keras (features, units) layout."""
+        """Kernel dims (units, *features) and the tag of the Keras (features, units) layout
+        (`data_format` is accepted for symmetry; the feature order is the same in both)."""
         if len(input_dims) == 2:
             dims = {"kernel": ((self.units, input_dims[1]), dnnl.ba)}
         else:
-            tag = dnnl.cdba if data_format == CHANNELS_LAST else dnnl.bcda
-            dims = {"kernel": ((self.units, *input_dims[1:]), tag)}
+            # Keras flattens (H, W, C) in both data formats: rows of the Keras kernel are
+            # (h, w, c)-ordered, i.e. the logical (units, C, H, W) weights in tag cdba
+            dims = {"kernel": ((self.units, *input_dims[1:]), dnnl.cdba)}
         if self.use_bias:
             dims["bias"] = ((self.units,), dnnl.a)
         return dims

@@ -11,6 +11,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.memory import layout_key
 from ..binding.primitive import PrimitiveDesc, default_attributes
+from .base import Op
 from .numba_config import PARALLEL, SERIAL, THREADS, get_thread_id, njit, prange
 
 # Indices cast to unsigned: numba's negative-index wrap turns contiguous loads into gathers.
@@ -108,7 +109,7 @@ def keep_threshold(rate):
     return np.uint16(min(int(round(rate * (1 << 16))), (1 << 16) - 1))
 
 
-class Dropout:
+class Dropout(Op):
     """Args: name, rate (fraction of inputs dropped, in [0, 1)), seed (int or None)."""
 
     def __init__(self, name, rate, seed=None):

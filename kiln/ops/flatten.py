@@ -3,7 +3,10 @@
 layout encodes the feature order, so no reorder is needed on either pass."""
 
 
-class Flatten:
+from .base import Op
+
+
+class Flatten(Op):
     def __init__(self, name):
         self.name = name
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import layout_key
+from .base import Op
 from .dropout import fill_keeps, keep_scratch, keep_threshold, step_salt
 from .numba_config import PARALLEL, get_thread_id, njit, prange
 
@@ -147,7 +148,7 @@ def slab_geometry(input_desc, output_desc):
     return np.array([slabs, lanes, in_h, in_w, out_h, out_w], dtype=np.int64)
 
 
-class MaxPoolDropout:
+class MaxPoolDropout(Op):
     """`pool` (a 2x2, stride 2, 'valid' max Pooling2D) then `dropout` (a Dropout op)."""
 
     def __init__(self, pool, dropout):

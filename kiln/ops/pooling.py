@@ -4,13 +4,14 @@ for backward) and backward. Runs in whatever layout its input has: no reorder.""
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key, to_dims
 from ..binding.primitive import PrimitiveDesc, default_attributes
+from .base import Op
 from .conv2d import conv_output_length, same_padding
 from .eltwise import ACTIVATIONS, eltwise_backward
 
 ALGORITHMS = {"max": dnnl.pooling_max, "avg": dnnl.pooling_avg_exclude_padding}
 
 
-class Pooling2D:
+class Pooling2D(Op):
     """Args: name, mode ('max' or 'avg'), pool_size, strides, padding ('valid' or 'same')."""
 
     def __init__(self, name, mode, pool_size, strides, padding="valid"):

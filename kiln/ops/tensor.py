@@ -19,6 +19,14 @@ def keras_shape(dims, data_format, flattened=False):
     return tuple(dims)
 
 
+def logical_dims(keras_shape, data_format):
+    """Keras shape (batch first) -> oneDNN logical dims (N, C, H, W)."""
+    if len(keras_shape) == 4 and data_format == CHANNELS_LAST:
+        n, h, w, c = keras_shape
+        return (n, c, h, w)
+    return tuple(keras_shape)
+
+
 @dataclass
 class Tensor:
     """A plan tensor.
@@ -29,7 +37,7 @@ class Tensor:
         data_format: the order Keras uses for this tensor's channel and spatial axes. It never
             changes the memory layout, only how the tensor is shown to (or read from) the user.
         flattened: True when Keras sees (N, features) while the memory is still 4D; the
-            feature order is (H, W, C) for channels_last and (C, H, W) for channels_first.
+            feature order is (H, W, C) in both data formats, as Keras flattens.
         activation: the activation fused into the op that produced this tensor, if any.
         activation_grad_applied_downstream: set by a consumer (max pooling) that applies the
             activation's derivative to its smaller output gradient instead; the producer then

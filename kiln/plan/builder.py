@@ -11,6 +11,7 @@ from ..binding import constants as dnnl
 from ..binding.library import lib
 from ..binding.memory import Memory, aligned_bytes, layout_key
 from ..binding.primitive import BoundCall, primitive_cache, reorder_pd, sum_pd
+from .liveness import share_buffers
 from .sub_batches import SubBatchUnsupported, with_batch
 
 
@@ -60,11 +61,17 @@ class PlanBuilder:
         self._transient_buffers = {}
         self._pending_sums = {}      # parameter name -> (gradient, later sub-batches' parts)
         self._shared_grads = set()   # id(Memory) of gradient buffers with several readers
+        self._written = set()        # parameters whose gradient buffer a call already writes
+        self._pooled = []            # whole-batch buffers finish() lays out by liveness
+        self._kept = set()           # id(Memory) of pooled buffers that keep their own bytes
+        self.planned_bytes = {}
 
     # -- buffers and primitives -------------------------------------------------------------
     def allocate(self, desc):
         if self._slice is None:
-            return Memory(desc)
+            memory = Memory(desc)
+            self._pooled.append(memory)  # finish() may move it into the shared arena
+            return memory
         phase, index, count = self._slice
         key = (phase, self._slice_cursor)
         self._slice_cursor += 1
@@ -82,6 +89,11 @@ class PlanBuilder:
         memory = Memory(desc, storage[index * desc.size:(index + 1) * desc.size])
         self._slice_keys[id(memory)] = key
         return self._register(memory, storage, count)
+
+    def keep(self, memory):
+        """Give `memory` bytes of its own (a plan edge the user reads): never shared."""
+        self._kept.add(id(memory))
+        return memory
 
     def primitive(self, key, make_pd):
         """A ready-to-run primitive from the process cache; `make_pd()` builds it on a miss."""
@@ -161,8 +173,12 @@ class PlanBuilder:
     def param_grad(self, name, desc):
         """Where a backward primitive should write the gradient of `name` in layout `desc`."""
         grad = self.parameters.grad_memory(name)
-        if self._slice is not None and self._slice[1] > 0:
-            # later sub-batches write their part aside; add_sub_batch_sums() adds them all
+        later_part = (self._slice is not None and self._slice[1] > 0) or name in self._written
+        if not later_part:
+            self._written.add(name)
+        if later_part:
+            # later sub-batches, and a layer's later calls, write their part aside;
+            # add_pending_sums() adds them all
             part = Memory(grad.desc)
             self._pending_sums.setdefault(name, (grad, []))[1].append(part)
             if desc == grad.desc:
@@ -206,18 +222,24 @@ class PlanBuilder:
         del self._slices[id(memory)]  # no longer part of a whole-batch buffer
         return memory
 
-    def add_sub_batch_sums(self):
-        """Add one sum per parameter: its gradient += every later sub-batch's part."""
+    def add_sum(self, target, sources, label):
+        """Add `target = sum(sources)` (all in target's layout; target may be sources[0]) to
+        the backward list."""
+        descs = [target.desc] + [source.desc for source in sources]
+        primitive = self.primitive(("sum", *(layout_key(d) for d in descs)),
+                                   lambda: sum_pd(descs[0], descs[1:]))
+        args = {dnnl.ARG_MULTIPLE_SRC + i: memory for i, memory in enumerate(sources)}
+        args[dnnl.ARG_DST] = target
+        self.backward_calls.append(self.bind(primitive, args, label))
+
+    def add_pending_sums(self):
+        """Add one sum per parameter: its gradient += every later part (sub-batches after the
+        first, and later calls of a layer used more than once)."""
         for name, (grad, parts) in self._pending_sums.items():
-            descs = [grad.desc] + [part.desc for part in parts]
-            primitive = self.primitive(("sum", layout_key(grad.desc), len(descs)),
-                                       lambda descs=descs: sum_pd(descs[0], descs))
-            args = {dnnl.ARG_MULTIPLE_SRC + i: memory
-                    for i, memory in enumerate([grad, *parts])}
-            args[dnnl.ARG_DST] = grad
-            self.backward_calls.append(self.bind(primitive, args,
-                                                 f"{name} gradient, sum of sub-batches"))
+            self.add_sum(grad, [grad, *parts], f"{name} gradient, sum of parts")
         self._pending_sums = {}
+
+    add_sub_batch_sums = add_pending_sums
 
     def _register(self, memory, storage, count):
         self._slices[id(memory)] = (memory, storage, count)
@@ -248,6 +270,14 @@ class PlanBuilder:
             memory.storage = storage
             lib.dnnl_memory_set_data_handle(memory.handle, storage.ctypes.data)
         self._scratchpad_storage = storage
+        calls = self.forward_calls + self.backward_calls
+        self._arena, before, after = share_buffers(self._pooled, self._kept, calls, KernelCall)
+        sliced = sum(b.nbytes for b in self._slice_buffers.values())
+        sliced += sum(b.nbytes for b in self._transient_buffers.values())
+        self.planned_bytes = {"buffers": after + sliced + storage.nbytes,
+                              "buffers_without_reuse": before + sliced + storage.nbytes,
+                              "scratchpad": storage.nbytes}
+        self._pooled = []
         return self
 
 

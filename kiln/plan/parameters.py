@@ -35,6 +35,9 @@ class ParameterStore:
         self.parameters = {}
         self.values_arena = None  # flat float32 views over all values / all gradients
         self.grads_arena = None
+        self.trainable_size = 0   # floats at the start of the arenas the optimizer updates
+        self.stale = False        # parameters came or went since the last plan was built
+        self._packed_order = None
 
     def add(self, name, dims, user_tag, value, trainable=True):
         if name in self.parameters:
@@ -50,6 +53,27 @@ class ParameterStore:
 
     def trainable(self, name):
         return self.parameters[name].trainable
+
+    def set_trainable(self, name, trainable):
+        """Frozen (False) parameters get no gradient and no update; the next pack() moves
+        them behind the trainable ones."""
+        self.parameters[name].trainable = bool(trainable)
+
+    def release(self, name):
+        """Remove `name` and return it as a new Parameter holding its current value (for
+        another store to adopt); this store's plans are then stale."""
+        parameter = self.parameters[name]
+        value = self.get_value(name)
+        del self.parameters[name]
+        self.stale = True
+        return Parameter(name, parameter.dims, parameter.user_tag, value, parameter.trainable)
+
+    def adopt(self, parameter):
+        if parameter.name in self.parameters:
+            raise ValueError(f"parameter {parameter.name!r} already exists (two layers with "
+                             "the same name in one model?)")
+        self.parameters[parameter.name] = parameter
+        self.stale = True
 
     def value_memory(self, name, desc):
         """The value's Memory; the first caller's `desc` becomes the stored layout."""
@@ -71,12 +95,17 @@ class ParameterStore:
 
     def pack(self):
         """Move every laid-out value and gradient into two contiguous arenas (once)."""
-        laid_out = [p for p in self.parameters.values() if p.value is not None]
-        if self.values_arena is not None and all(p.value.storage.base is self._values_base
-                                                 for p in laid_out):
+        # trainable first: the optimizer updates the arena's first `trainable_size` floats
+        laid_out = sorted((p for p in self.parameters.values() if p.value is not None),
+                          key=lambda p: not p.trainable)
+        order = [(p.name, p.trainable) for p in laid_out]
+        if self.values_arena is not None and order == self._packed_order:
             return
         offsets, total = [], 0
+        self.trainable_size = 0
         for parameter in laid_out:
+            if parameter.trainable:
+                self.trainable_size = (total + parameter.value.desc.size) // 4
             offsets.append(total)
             total += -(-parameter.value.desc.size // ALIGNMENT) * ALIGNMENT
         values, grads = aligned_bytes(max(total, ALIGNMENT)), aligned_bytes(max(total, ALIGNMENT))
@@ -86,7 +115,7 @@ class ParameterStore:
                 arena[offset:offset + size] = memory.storage[:size]
                 memory.storage = arena[offset:offset + size]
                 lib.dnnl_memory_set_data_handle(memory.handle, memory.storage.ctypes.data)
-        self._values_base = values.base
+        self._packed_order = order
         self.values_arena = values.view(np.float32)
         self.grads_arena = grads.view(np.float32)
 

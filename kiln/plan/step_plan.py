@@ -1,14 +1,16 @@
-"""StepPlan: a model compiled for one batch shape into a flat list of bound calls.
+"""StepPlan: a model's graph compiled for one batch shape into a flat list of bound calls.
 
-Training plan:  input reorder -> forward (fused primitives) -> loss head -> backward in
-                reverse -> optimizer update over the packed parameter arena.
-Inference plan: input reorder -> forward (forward_inference primitives) -> output reorder.
+Training plan:  input reorder -> forward (fused primitives, nodes in topological order) ->
+                loss head -> backward in reverse order, gradients summed where a tensor has
+                several consumers -> optimizer update over the packed parameter arena.
+Inference plan: input reorder -> forward (forward_inference primitives) -> output reorders.
 
 The convolutional front (the per-image ops from the input on) may run in sub-batches so its
-tensors stay in cache between calls (see sub_batches.py).
+tensors stay in cache between calls (see sub_batches.py). Buffers whose lifetimes do not
+overlap share bytes (see liveness.py).
 
 Everything is allocated while the plan is built; `train_step()` / `predict_step()` only run
-the list. `data_format` changes nothing but the descriptor of the input (and output) edge.
+the list. `data_format` changes nothing but the descriptors of the input and output edges.
 """
 
 import time
@@ -19,105 +21,150 @@ from ..binding import constants as dnnl
 from ..binding.engine import wait
 from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
-from ..ops.tensor import CHANNELS_LAST, Tensor
+from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
 from .builder import PlanBuilder
+from .gradients import GradientMap
 from .sub_batches import SubBatchUnsupported
 
 
-def logical_dims(keras_shape, data_format):
-    """Keras shape (batch first) -> oneDNN logical dims (N, C, H, W)."""
-    if len(keras_shape) == 4 and data_format == CHANNELS_LAST:
-        n, h, w, c = keras_shape
-        return (n, c, h, w)
-    return tuple(keras_shape)
-
-
-def plain_desc(tensor_dims, data_format, data_type=dnnl.f32):
-    """The user's (numpy, C-order) layout of a logical tensor."""
+def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
+    """The user's (numpy, C-order) layout of a logical tensor. A flattened 4D tensor's
+    features are in (H, W, C) order in both data formats, as Keras flattens channels_last."""
     if len(tensor_dims) == 4:
-        tag = dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
+        tag = dnnl.acdb if data_format == CHANNELS_LAST or flattened else dnnl.abcd
         return MemoryDesc.with_tag(tensor_dims, data_type, tag)
     return MemoryDesc.with_tag(tensor_dims, data_type)
 
 
+def trainable_parameters(op, dims, parameters):
+    """Whether `op` (on input dims) has a weight the step updates."""
+    names = (f"{op.name}/{key}" for key in op.parameter_dims(dims))
+    return any(name in parameters and parameters.trainable(name) for name in names)
+
+
+def front_chain(graph):
+    """The nodes from the first input on, as long as each tensor has one consumer of one
+    input: the ops that may run in sub-batches."""
+    chain, tensor = [], graph.inputs[0]
+    outputs = {id(t) for t in graph.outputs}
+    while id(tensor) not in outputs:
+        readers = graph.consumers.get(id(tensor), [])
+        if len(readers) != 1 or len(readers[0].inputs) != 1:
+            break
+        chain.append(readers[0])
+        tensor = readers[0].output
+    return chain
+
+
 class StepPlan:
     """Args:
-        ops: the model's ops in order (each with `forward(builder, x, need_input_grad)`).
-        input_shape: Keras input shape including the batch size.
-        data_format: 'channels_last' or 'channels_first' (only the input/output edges).
+        graph: the model's Graph after fusion (kiln.graph.topology.Graph).
+        batch_size: samples per step.
         parameters: the model's ParameterStore.
-        loss_head: for training, an op with `forward(builder, logits, labels)`; the last op
-            (the softmax it fuses) is then not run in training.
+        loss_head: for training, an op with `forward(builder, logits, labels)`; the graph's
+            output must then be a softmax, which the loss head fuses (it is not run).
         optimizer: for training, a runtime updater with `apply(values, grads)`.
-        label_shape: for training, the shape of the labels buffer (batch, classes).
         data_type: dnnl.f32, or dnnl.bf16 for bf16 activations and conv/dense inputs (weights,
             their gradients and the optimizer stay f32).
         sub_batch: images per sub-batch of the convolutional front; None chooses (see
             sub_batches.py), 0 runs the whole batch at once.
     """
 
-    def __init__(self, ops, input_shape, data_format, parameters, loss_head=None,
-                 optimizer=None, label_shape=None, data_type=dnnl.f32, sub_batch=None):
+    def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
+                 data_type=dnnl.f32, sub_batch=None):
         start = time.perf_counter()
-        ops = list(ops)
-        forward_ops = ops[:-1] if loss_head is not None else ops
-        dims = logical_dims(input_shape, data_format)
+        self.graph = graph
+        self.training = loss_head is not None
+        if self.training and len(graph.outputs) != 1:
+            raise ValueError(f"training needs a model with one output, got "
+                             f"{len(graph.outputs)}")
+        self.loss_node = graph.outputs[0].node if self.training else None
+        first = graph.inputs[0]
+        dims = (batch_size, *first.dims[1:])
         itemsize = 2 if data_type == dnnl.bf16 else 4
-        sliced, images = sub_batches.choose(forward_ops, dims, itemsize)
+        chain = [node for node in front_chain(graph) if node is not self.loss_node]
+        sliced, images = sub_batches.choose([node.op for node in chain], dims, itemsize)
         if sub_batch is not None:
-            sliced, images = (sliced, sub_batch) if sub_batch else (0, dims[0])
-        if sliced and dims[0] % images:
-            raise ValueError(f"sub_batch={images} does not divide the batch of {dims[0]}")
+            sliced, images = (sliced, sub_batch) if sub_batch else (0, batch_size)
+        if sliced and batch_size % images:
+            raise ValueError(f"sub_batch={images} does not divide the batch of {batch_size}")
+        arguments = (graph, batch_size, parameters, loss_head, optimizer, data_type, chain)
         try:
-            self._build(ops, forward_ops, input_shape, dims, data_format, parameters,
-                        loss_head, optimizer, label_shape, data_type, sliced, images)
+            self._build(*arguments, sliced, images)
         except SubBatchUnsupported:
             # a layout that does not keep images back to back: plan the whole batch at once
-            self._build(ops, forward_ops, input_shape, dims, data_format, parameters,
-                        loss_head, optimizer, label_shape, data_type, 0, dims[0])
+            self._build(*arguments, 0, batch_size)
         self.build_seconds = time.perf_counter() - start
 
-    def _build(self, ops, forward_ops, input_shape, dims, data_format, parameters, loss_head,
-               optimizer, label_shape, data_type, sliced, images):
-        self.training = loss_head is not None
+    def _build(self, graph, batch_size, parameters, loss_head, optimizer, data_type, chain,
+               sliced, images):
         self.parameters = parameters
         self.optimizer = optimizer
         self.sub_batch = images if sliced else 0
         builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
         self.builder = builder
-        self.input_memory = Memory(plain_desc(dims, data_format))
-        self.inputs = self.input_memory.as_array().reshape(input_shape)
         self._input_slices = []
+        values, requires_grad = {}, {}
+        self.input_memories, self.input_arrays = [], []
+        for tensor in graph.inputs:
+            memory = Memory(plain_desc((batch_size, *tensor.dims[1:]), tensor.data_format))
+            self.input_memories.append(memory)
+            self.input_arrays.append(memory.as_array().reshape(batch_size, *tensor.shape[1:]))
+            values[id(tensor)] = Tensor(memory, tensor.data_format, tensor.flattened)
+            requires_grad[id(tensor)] = False
+        self.input_memory, self.inputs = self.input_memories[0], self.input_arrays[0]
 
-        tensor = Tensor(self.input_memory, data_format)
-        backwards = []
-        seen_parameters = False
+        backwards = []  # (node inputs, backward, arity) in forward order
+        planned = set()
         if sliced:
-            tensor, backward, seen_parameters = self._plan_sub_batches(
-                builder, forward_ops[:sliced], tensor, dims[0] // images)
-            backwards.append(backward)
-        for op in forward_ops[sliced:]:
-            has_parameters = bool(op.parameter_dims(tensor.dims))
-            # The first layers with weights need no input gradient: nothing before them learns.
-            tensor, backward = op.forward(builder, tensor, need_input_grad=seen_parameters)
-            backwards.append(backward)
-            seen_parameters = seen_parameters or has_parameters
+            front = chain[:sliced]
+            whole, backward, learns = self._plan_sub_batches(
+                builder, [node.op for node in front], values[id(graph.inputs[0])],
+                batch_size // images)
+            values[id(front[-1].output)] = whole
+            requires_grad[id(front[-1].output)] = learns
+            backwards.append((front[-1].output, [graph.inputs[0]], backward, 1))
+            planned = {id(node) for node in front}
+        for node in graph.nodes:
+            if id(node) in planned or node is self.loss_node:
+                continue
+            xs = [values[id(t)] for t in node.inputs]
+            needs = [requires_grad[id(t)] for t in node.inputs]
+            many = node.op.arity is None
+            output, backward = node.op.forward(builder, xs if many else xs[0],
+                                               needs if many else needs[0])
+            values[id(node.output)] = output
+            learns = trainable_parameters(node.op, [x.dims for x in xs] if many else xs[0].dims,
+                                          parameters)
+            requires_grad[id(node.output)] = any(needs) or learns
+            backwards.append((node.output, node.inputs, backward, 0 if many else 1))
+
         if self.training:
-            self.labels = np.zeros(label_shape, dtype=np.float32)
-            self.outputs, self.stats, loss_backward = loss_head.forward(builder, tensor,
-                                                                        self.labels)
-            grad = loss_backward()
-            for backward in reversed(backwards):
-                grad = backward(grad)
+            logits = self.loss_node.inputs[0]
+            self.labels = np.zeros((batch_size, *graph.outputs[0].shape[1:]), dtype=np.float32)
+            self.outputs, self.stats, loss_backward = loss_head.forward(
+                builder, values[id(logits)], self.labels)
+            grads = GradientMap(builder, requires_grad)
+            grads.deliver([logits], [loss_backward()])
+            for output, inputs, backward, arity in reversed(backwards):
+                grad = grads.take(output)
                 if grad is None:
-                    break
+                    continue
+                result = backward(grad)
+                grads.deliver(inputs, [result] if arity == 1 else result)
+            builder.add_pending_sums()
         else:
-            output_desc = plain_desc(tensor.dims, tensor.data_format)
-            # A view of the plan's buffer, valid until the next step (predict() copies it out).
-            output = builder.reorder(tensor.memory, output_desc, "output")
-            self.outputs = output.as_array().reshape(tensor.keras_shape)
+            self.output_arrays = []
+            for tensor in graph.outputs:
+                value = values[id(tensor)]
+                desc = plain_desc(value.dims, value.data_format, flattened=value.flattened)
+                # A view of the plan's buffer, valid until the next step (predict() copies it).
+                output = builder.keep(builder.reorder(value.memory, desc, "output"))
+                self.output_arrays.append(output.as_array().reshape(value.keras_shape))
+            self.outputs = self.output_arrays[0]
         builder.finish()
+        self.planned_bytes = dict(builder.planned_bytes)
         parameters.pack()
         self.calls = builder.forward_calls + builder.backward_calls
         self._runs = [call.run for call in self.calls]
@@ -141,7 +188,7 @@ class StepPlan:
                         # nothing reads this op's input later (inference keeps nothing; a
                         # recomputed output is made again before backward reads it)
                         builder.transient(part.memory)
-                    has_parameters = bool(op.parameter_dims(part.dims))
+                    has_parameters = trainable_parameters(op, part.dims, builder.parameters)
                     first_call = len(builder.forward_calls)
                     part, backward = op.forward(builder, part, need_input_grad=seen)
                     if position == 0 and recompute:
@@ -170,17 +217,25 @@ class StepPlan:
 
     def use_input(self, x, y=None):
         """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
-        of the plan's input shape) without copying it; copy the small labels `y`."""
-        if x.shape != self.inputs.shape or x.dtype != np.float32 or x.ctypes.data % 64:
-            raise ValueError(f"plan input must be an aligned float32 array of shape "
-                             f"{self.inputs.shape}, got {x.dtype} {x.shape}")
-        lib.dnnl_memory_set_data_handle(self.input_memory.handle, x.ctypes.data)
-        self.input_memory.storage = x.reshape(-1).view(np.uint8)
+        of the plan's input shape, or a list of them for several inputs) without copying it;
+        copy the small labels `y`."""
+        arrays = list(x) if isinstance(x, (list, tuple)) else [x]
+        if len(arrays) != len(self.input_arrays):
+            raise ValueError(f"plan expects {len(self.input_arrays)} inputs, got {len(arrays)}")
+        for position, (array, memory, current) in enumerate(
+                zip(arrays, self.input_memories, self.input_arrays, strict=True)):
+            if (array.shape != current.shape or array.dtype != np.float32
+                    or array.ctypes.data % 64):
+                raise ValueError(f"plan input {position} must be an aligned float32 array of "
+                                 f"shape {current.shape}, got {array.dtype} {array.shape}")
+            lib.dnnl_memory_set_data_handle(memory.handle, array.ctypes.data)
+            memory.storage = array.reshape(-1).view(np.uint8)
+            self.input_arrays[position] = array
         for index, part in self._input_slices:
             offset = index * part.desc.size
-            lib.dnnl_memory_set_data_handle(part.handle, x.ctypes.data + offset)
+            lib.dnnl_memory_set_data_handle(part.handle, arrays[0].ctypes.data + offset)
             part.storage = self.input_memory.storage[offset:offset + part.desc.size]
-        self.inputs = x
+        self.inputs = self.input_arrays[0]
         if y is not None:
             self.labels[...] = y
 
@@ -190,8 +245,16 @@ class StepPlan:
         Returns the stats array (mean loss, mean accuracy) of this batch."""
         for run in self._runs:
             run()
-        self.optimizer.apply(self.parameters.values_arena, self.parameters.grads_arena)
+        self._update()
         return self.stats
+
+    def _update(self):
+        """The optimizer over the trainable part of the arena (frozen weights and state are
+        packed after it)."""
+        count = self.parameters.trainable_size
+        if count:
+            self.optimizer.apply(self.parameters.values_arena[:count],
+                                 self.parameters.grads_arena[:count])
 
     def predict_step(self):
         for run in self._runs:
@@ -219,7 +282,7 @@ class StepPlan:
                 samples[label].append(per_label[label])
             if self.training:
                 start = time.perf_counter()
-                self.optimizer.apply(self.parameters.values_arena, self.parameters.grads_arena)
+                self._update()
                 elapsed = time.perf_counter() - start
                 samples["optimizer update"].append(elapsed)
                 inside += elapsed

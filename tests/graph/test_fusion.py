@@ -4,18 +4,28 @@ import numpy as np
 import pytest
 
 from kiln import keras
-from kiln.graph.fusion import fuse_activations
+from kiln.graph.fusion import fold_activation, fold_pool_dropout, fuse
+from kiln.graph.symbolic import SymbolicTensor
+from kiln.graph.topology import Graph
 from kiln.keras.layers import Activation, Conv2D, Dense, Flatten, MaxPooling2D
 from kiln.ops import Activation as ActivationOp
 from kiln.ops import Conv2D as Conv2DOp
 from kiln.ops import Dense as DenseOp
 
 
+def fused_chain(ops, dims=(None, 3, 16, 16), rules=None):
+    """The ops of a linear graph over `ops` after fusion."""
+    graph = Graph.chain(ops, SymbolicTensor(dims))
+    return fuse(graph).ops if rules is None else fuse(graph, rules).ops
+
+
 def test_fold_rules():
+    from kiln.ops import Flatten as FlattenOp
     ops = [Conv2DOp("c", 4, (3, 3)), ActivationOp("a", "relu"),
            Conv2DOp("c2", 4, (3, 3), activation="relu"), ActivationOp("a2", "tanh"),
-           DenseOp("d", 3), ActivationOp("s", "softmax")]
-    fused = fuse_activations(ops)
+           FlattenOp("f"), DenseOp("d", 3), ActivationOp("s", "softmax")]
+    fused = [op for op in fused_chain(ops, rules=(fold_activation,))
+             if not isinstance(op, FlattenOp)]
     assert [type(op).__name__ for op in fused] == ["Conv2D", "Conv2D", "Activation", "Dense",
                                                    "Activation"]
     assert fused[0].activation == "relu" and fused[0].name == "c"
@@ -55,7 +65,6 @@ def test_separate_activation_layers_train_like_fused_ones(steps):
 
 
 def test_pool_then_dropout_rules():
-    from kiln.graph.fusion import fuse
     from kiln.ops import Dropout as DropoutOp
     from kiln.ops import MaxPoolDropout, Pooling2D
 
@@ -63,10 +72,10 @@ def test_pool_then_dropout_rules():
         return Pooling2D("p", mode, size, strides, padding)
 
     def kinds(ops):
-        return [type(op).__name__ for op in fuse(ops)]
+        return [type(op).__name__ for op in fused_chain(ops, rules=(fold_pool_dropout,))]
 
     conv = Conv2DOp("c", 4, (3, 3), activation="relu")
-    fused = fuse([conv, pool(), DropoutOp("d", 0.25, seed=1)])
+    fused = fused_chain([conv, pool(), DropoutOp("d", 0.25, seed=1)])
     assert [type(op).__name__ for op in fused] == ["Conv2D", "MaxPoolDropout"]
     assert isinstance(fused[1], MaxPoolDropout) and fused[1].name == "p+d"
     # anything but a 2x2 / 2 'valid' max window, or a dropout that drops nothing, stays apart

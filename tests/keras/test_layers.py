@@ -175,12 +175,15 @@ def test_flatten_dense_activation_dropout_shapes(data_format):
 
 
 def test_input_layer_and_input_function():
-    inp = Input((6, 6, 1), name="pixels")
-    assert isinstance(inp, InputLayer) and inp.name == "pixels"
+    inp = Input((6, 6, 1), name="pixels")  # Keras 3: a symbolic tensor of its InputLayer
+    assert isinstance(inp._keras_history[0], InputLayer) and inp.name == "pixels"
+    assert inp.shape == (None, 6, 6, 1)
     model = keras.Sequential([inp, Conv2D(2, 3), Flatten(), Dense(3, activation="softmax")])
     model.build()
     assert model.input.shape == (None, 6, 6, 1)
-    assert model.layers[1].output_shape == (None, 4, 4, 2)
+    # as in Keras 3, a Sequential model's layers do not include its InputLayer
+    assert [type(layer).__name__ for layer in model.layers] == ["Conv2D", "Flatten", "Dense"]
+    assert model.layers[0].output_shape == (None, 4, 4, 2)
     assert model.predict(np.zeros((4, 6, 6, 1))).shape == (4, 3)
     layer = InputLayer(input_shape=(5,))
     dense = Dense(2)
@@ -390,16 +393,19 @@ def test_activation_layer_on_4d_and_2d():
 
 
 def test_flatten_feature_order_matches_keras():
+    """Keras transposes a channels_first input to channels_last before flattening: the
+    features are (H, W, C)-ordered in both formats."""
     x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
-    for data_format in (CL, CF):
-        model = keras.Sequential([Flatten(input_shape=(3, 4, 5), data_format=data_format)])
-        np.testing.assert_array_equal(model.predict(x), x.reshape(2, -1))
+    model = keras.Sequential([Flatten(input_shape=(3, 4, 5), data_format=CL)])
+    np.testing.assert_array_equal(model.predict(x), x.reshape(2, -1))
+    model = keras.Sequential([Flatten(input_shape=(3, 4, 5), data_format=CF)])
+    np.testing.assert_array_equal(model.predict(x), x.transpose(0, 2, 3, 1).reshape(2, -1))
 
 
 @pytest.mark.parametrize("data_format", [CL, CF])
 def test_conv_pool_flatten_dense_matches_numpy(data_format):
-    """The dense kernel rows follow Keras' flatten order: (H, W, C) for channels_last, (C, H, W)
-    for channels_first, although kiln reads the 4D activation directly."""
+    """The dense kernel rows follow Keras' flatten order, (H, W, C) in both formats, although
+    kiln reads the 4D activation directly: the same weights give the same predictions."""
     in_hwc = (10, 14, 2)
     model = keras.Sequential([
         Conv2D(6, 3, activation="relu", input_shape=hwc_shape(in_hwc, data_format),
@@ -417,7 +423,7 @@ def test_conv_pool_flatten_dense_matches_numpy(data_format):
     h = relu(conv2d_ref(x, k1, b1))
     h = conv2d_ref(h, k2, b2, (2, 2), "same")
     h = max_pool_ref(h, (2, 2), (2, 2))
-    features = h.reshape(4, -1) if data_format == CL else to_cf(h).reshape(4, -1)
+    features = h.reshape(4, -1)
     expected = softmax(dense_ref(relu(dense_ref(features, k3, b3)), k4, b4))
     got = model.predict(x if data_format == CL else to_cf(x))
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
@@ -425,21 +431,23 @@ def test_conv_pool_flatten_dense_matches_numpy(data_format):
 
 @pytest.mark.parametrize("data_format", [CL, CF])
 @pytest.mark.parametrize("units", [1, 5])
-def test_dense_kernel_row_order_is_hwc_vs_chw(data_format, units):
+def test_dense_kernel_rows_are_hwc_in_both_formats(data_format, units):
     """Probing Flatten->Dense with one-hot inputs recovers the kernel exactly when its rows are in
-    Keras' feature order: (H, W, C) for channels_last, (C, H, W) for channels_first."""
+    Keras' feature order, (H, W, C) for both data formats."""
     h, w, c = 2, 3, 4
     shape = hwc_shape((h, w, c), data_format)
     model = keras.Sequential([Flatten(input_shape=shape, data_format=data_format),
                               Dense(units, use_bias=False)])
     kernel = rng(9).standard_normal((h * w * c, units)).astype(np.float32)
     model.set_weights([kernel])
-    probes = np.eye(h * w * c, dtype=np.float32).reshape(-1, *shape)  # probe i: feature i = 1
+    probes = np.eye(h * w * c, dtype=np.float32).reshape(-1, h, w, c)  # probe i: feature i = 1
+    if data_format == CF:
+        probes = to_cf(probes)
     np.testing.assert_allclose(model.predict(probes), kernel, atol=1e-6)
     # One pixel/channel, seen through both orders.
     x = np.zeros((1, h, w, c), np.float32)
     x[0, 1, 2, 3] = 1.0
-    row = (1 * w + 2) * c + 3 if data_format == CL else (3 * h + 1) * w + 2
+    row = (1 * w + 2) * c + 3
     np.testing.assert_allclose(model.predict(x if data_format == CL else to_cf(x))[0],
                                kernel[row], atol=1e-6)
 

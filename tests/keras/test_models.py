@@ -37,8 +37,9 @@ def test_list_constructor_and_add_build_the_same_model():
         layer.output_shape for layer in added.layers] == [(None, 6, 6, 3), (None, 108), (None, 2)]
     with pytest.raises(TypeError, match="Sequential.add"):
         added.add("dense")
-    with pytest.raises(RuntimeError, match="already built"):
-        added.add(Dense(3))
+    added.add(Dense(3))  # as in Keras 3, adding to a built model rebuilds it
+    assert added.output.shape == (None, 3) and len(added.layers) == 4
+    assert added.predict(x).shape == (5, 3)
 
 
 def test_empty_model_is_an_error():
@@ -58,7 +59,8 @@ def test_summary_prints_layers_and_total_params():
     total = (3 * 3 * 1 * 32 + 32) + (3 * 3 * 32 * 64 + 64) + (12 * 12 * 64 * 128 + 128) + (
         128 * 10 + 10)
     assert total == 1_199_882
-    assert lines[-1] == "Total params: 1,199,882"
+    assert lines[-3:] == ["Total params: 1,199,882", "Trainable params: 1,199,882",
+                          "Non-trainable params: 0"]
     assert model.count_params() == total
     text = "\n".join(lines)
     assert 'Model: "mnist"' in text

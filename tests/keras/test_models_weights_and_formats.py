@@ -23,7 +23,7 @@ def test_get_set_weights_round_trip_and_training_changes_weights():
     model = compiled_cnn(SGD(lr=0.5))
     weights = model.get_weights()
     assert [w.shape for w in weights] == [(3, 3, 1, 4), (4,), (36, 4), (4,)]
-    assert [w.name for w in model.weights] == [
+    assert [w.path for w in model.weights] == [
         f"{model.layers[0].name}/kernel", f"{model.layers[0].name}/bias",
         f"{model.layers[-1].name}/kernel", f"{model.layers[-1].name}/bias"]
     new = [np.random.default_rng(i).uniform(-0.3, 0.3, w.shape).astype(np.float32)
@@ -76,21 +76,6 @@ def test_seeds_matter():
 
 
 # -- channels_first vs channels_last -----------------------------------------------------------
-def cl_to_cf_dense_rows(kernel, h, w, c):
-    """Reorder dense kernel rows from Keras' channels_last flatten order (H, W, C) to the
-    channels_first order (C, H, W)."""
-    units = kernel.shape[1]
-    return np.ascontiguousarray(kernel.reshape(h, w, c, units).transpose(2, 0, 1, 3)
-                                .reshape(h * w * c, units))
-
-
-def test_dense_row_permutation_helper():
-    kernel = np.arange(2 * 3 * 4 * 1).reshape(24, 1)
-    permuted = cl_to_cf_dense_rows(kernel, 2, 3, 4)
-    # channels_first row (c=1, h=0, w=2) is channels_last row (h=0, w=2, c=1).
-    assert permuted[(1 * 2 + 0) * 3 + 2, 0] == kernel[(0 * 3 + 2) * 4 + 1, 0]
-
-
 def test_channels_first_and_last_models_agree():
     x_cl, y = quadrant_data(32, CL, seed=6)
     x_cf = np.ascontiguousarray(x_cl.transpose(0, 3, 1, 2))
@@ -106,11 +91,10 @@ def test_channels_first_and_last_models_agree():
             Dense(4, activation="softmax")])
         models[data_format].compile(loss="categorical_crossentropy", optimizer=SGD(lr=0.5),
                                     metrics=["accuracy"])
+    # Keras flattens (H, W, C) in both formats: the same weights serve both models
     weights = models[CL].get_weights()
     assert weights[2].shape == (4 * 2 * 3, 6)
-    cf_weights = list(weights)
-    cf_weights[2] = cl_to_cf_dense_rows(weights[2], 4, 2, 3)
-    models[CF].set_weights(cf_weights)
+    models[CF].set_weights(weights)
     np.testing.assert_allclose(models[CF].predict(x_cf), models[CL].predict(x_cl),
                                rtol=1e-5, atol=1e-6)
     history = {f: models[f].fit(x, y, batch_size=32, epochs=1, verbose=0, shuffle=False)
@@ -120,8 +104,8 @@ def test_channels_first_and_last_models_agree():
     loss_cf = models[CF].evaluate(x_cf, y, verbose=0)[0]
     assert loss_cf == pytest.approx(loss_cl, rel=1e-4)
     trained_cl, trained_cf = models[CL].get_weights(), models[CF].get_weights()
-    np.testing.assert_allclose(trained_cf[2], cl_to_cf_dense_rows(trained_cl[2], 4, 2, 3),
-                               rtol=1e-4, atol=1e-6)
+    for cf, cl in zip(trained_cf, trained_cl):
+        np.testing.assert_allclose(cf, cl, rtol=1e-4, atol=1e-6)
     for a, b in zip(trained_cf[:2] + trained_cf[3:], trained_cl[:2] + trained_cl[3:]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
 

@@ -72,8 +72,20 @@ def make_store(ops, data_format, seed=0, batch=1):
     return store, values
 
 
+def step_plan(ops, shape, data_format, store, loss_head=None, optimizer=None,
+              label_shape=None):
+    """A StepPlan of the linear graph `ops` on inputs of Keras shape `shape`."""
+    from kiln.graph.symbolic import SymbolicTensor
+    from kiln.graph.topology import Graph
+    source = SymbolicTensor(logical_dims((None, *shape[1:]), data_format), data_format)
+    plan = StepPlan(Graph.chain(ops, source), shape[0], store, loss_head, optimizer)
+    if label_shape is not None:
+        assert plan.labels.shape == label_shape
+    return plan
+
+
 def train_plan(ops, store, batch, data_format, optimizer):
-    return StepPlan(ops, input_shape(batch, data_format), data_format, store,
+    return step_plan(ops, input_shape(batch, data_format), data_format, store,
                     SoftmaxCrossEntropy("softmax"), optimizer, label_shape=(batch, CLASSES))
 
 
@@ -98,10 +110,14 @@ def numpy_model(x, labels, params, data_format):
     y2 = conv2d_reference(y1, p["conv2/kernel"], p["conv2/bias"], padding="same",
                           activation="tanh", data_format=data_format)
     y3 = pool2d_reference(y2, "max", (2, 2), (2, 2), data_format=data_format)
-    logits = dense_reference(y3, p["dense/kernel"], p["dense/bias"])
+    # Keras flattens (H, W, C) in both formats
+    y3_hwc = y3 if data_format == CHANNELS_LAST else y3.transpose(0, 2, 3, 1)
+    logits = dense_reference(y3_hwc, p["dense/kernel"], p["dense/bias"])
     probs, loss, accuracy = softmax_cross_entropy_reference(logits, labels)
     dlogits = (probs - labels) / len(x)
-    _, dy3, dkd, dbd = dense_reference(y3, p["dense/kernel"], p["dense/bias"], dy=dlogits)
+    _, dy3, dkd, dbd = dense_reference(y3_hwc, p["dense/kernel"], p["dense/bias"], dy=dlogits)
+    if data_format != CHANNELS_LAST:
+        dy3 = dy3.transpose(0, 3, 1, 2)
     _, dy2 = pool2d_reference(y2, "max", (2, 2), (2, 2), data_format=data_format, dy=dy3)
     _, dy1, dk2, db2 = conv2d_reference(y1, p["conv2/kernel"], p["conv2/bias"], padding="same",
                                         activation="tanh", data_format=data_format, dy=dy2)
@@ -237,8 +253,8 @@ def test_inference_plans_for_two_batch_sizes_agree_with_training_forward(data_fo
     ops = make_ops()
     store, params = make_store(ops, data_format, seed=5)
     trainer = train_plan(ops, store, 6, data_format, SGDUpdater(0.1))
-    predict_big = StepPlan(ops, input_shape(6, data_format), data_format, store)
-    predict_small = StepPlan(ops, input_shape(2, data_format), data_format, store)
+    predict_big = step_plan(ops, input_shape(6, data_format), data_format, store)
+    predict_small = step_plan(ops, input_shape(2, data_format), data_format, store)
     x, labels = batch_data(np.random.default_rng(6), 6, data_format)
     trainer.inputs[...] = x
     run_forward(trainer)
@@ -283,7 +299,7 @@ def test_training_learns_a_toy_problem(data_format):
     assert np.all(np.isfinite(losses))
     assert np.mean(losses[-4:]) < 0.5 * np.mean(losses[:4])
     x_test, labels_test = toy_problem(np.random.default_rng(9), 64, data_format)
-    predictor = StepPlan(ops, input_shape(64, data_format), data_format, store)
+    predictor = step_plan(ops, input_shape(64, data_format), data_format, store)
     predictor.inputs[...] = x_test
     accuracy = np.mean(predictor.predict_step().argmax(1) == labels_test.argmax(1))
     assert accuracy > 0.9

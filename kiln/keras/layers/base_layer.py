@@ -1,7 +1,13 @@
-"""Layer: the Keras base class. `build()` creates weights, `call()` emits engine ops on a
-symbolic tensor, `get_config()` describes the layer for serialization."""
+"""Layer: the Keras base class. `build()` creates weights, `call()` emits engine ops on
+symbolic tensors, `get_config()` describes the layer for serialization.
 
-import numbers
+Calling a layer on symbolic tensors (`keras.Input(...)` or another layer's output) records a
+node: the layer, its inputs and outputs. The engine graph (ops on SymbolicTensors) is what the
+plan compiles; these layer nodes are what Keras shows (`model.layers`, calling a model as a
+layer, weight sharing when one layer is called twice).
+"""
+
+import inspect
 import re
 from collections import defaultdict
 
@@ -10,6 +16,8 @@ import numpy as np
 from ... import ops
 from ...graph.symbolic import SymbolicTensor, apply
 from ...plan.parameters import ParameterStore
+from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
+from .weight import Weight
 
 _name_counts = defaultdict(int)
 
@@ -26,29 +34,48 @@ def unique_name(class_name):
     return base if count == 0 else f"{base}_{count}"
 
 
-class Weight:
-    """A layer weight as Keras shows it (e.g. a conv kernel (kh, kw, in, out)); the value lives
-    in the model's ParameterStore in whatever layout oneDNN chose."""
+def flatten(structure):
+    """The tensors of a nested list / tuple / dict, in order (dicts by sorted key, as Keras)."""
+    if isinstance(structure, dict):
+        return [t for key in sorted(structure) for t in flatten(structure[key])]
+    if isinstance(structure, (list, tuple)):
+        return [t for item in structure for t in flatten(item)]
+    return [structure]
 
-    def __init__(self, store, path, shape, trainable=True):
-        self.store, self.path, self.shape, self.trainable = store, path, tuple(shape), trainable
+
+def pack_like(structure, flat):
+    """`flat` (a list) arranged as `structure`."""
+    items = iter(flat)
+
+    def rebuild(s):
+        if isinstance(s, dict):
+            built = {key: rebuild(s[key]) for key in sorted(s)}
+            return {key: built[key] for key in s}
+        if isinstance(s, (list, tuple)):
+            return type(s)(rebuild(item) for item in s)
+        return next(items)
+
+    return rebuild(structure)
+
+
+class LayerNode:
+    """One call of a layer: its (structured) arguments and its output tensors."""
+
+    def __init__(self, layer, call_args, call_kwargs, outputs):
+        self.layer = layer
+        self.call_args, self.call_kwargs = call_args, call_kwargs
+        self.input_tensors = [t for t in flatten([call_args, call_kwargs])
+                              if isinstance(t, SymbolicTensor)]
+        self.outputs = outputs
 
     @property
-    def name(self):
-        return self.path
-
-    def numpy(self):
-        return self.store.get_value(self.path).reshape(self.shape)
-
-    def assign(self, value):
-        value = np.asarray(value, dtype=np.float32)
-        if value.shape != self.shape:
-            raise ValueError(f"weight '{self.path}': expected shape {self.shape}, "
-                             f"got {value.shape}")
-        self.store.set_value(self.path, value)
-
-    def __repr__(self):
-        return f"<Weight {self.path} shape={self.shape}>"
+    def parent_nodes(self):
+        parents = []
+        for tensor in self.input_tensors:
+            if tensor._keras_history is not None:
+                layer, index, _ = tensor._keras_history
+                parents.append(layer._inbound_nodes[index])
+        return parents
 
 
 class Layer:
@@ -57,7 +84,7 @@ class Layer:
     Args:
         name: unique name (generated from the class name when omitted).
         input_shape: for the first layer of a Sequential model, the shape without the batch.
-        trainable: whether fit() updates its weights (only True is supported by the engine).
+        trainable: whether fit() updates its weights.
         dtype: only 'float32' (mixed precision comes through a policy).
     """
 
@@ -65,6 +92,8 @@ class Layer:
         cls = type(self).__name__
         batch_input_shape = kwargs.pop("batch_input_shape", None)
         input_dim = kwargs.pop("input_dim", None)
+        kwargs.pop("autocast", None)  # Keras 3 flag with no effect here: kiln casts in the plan
+        self._tracked = []
         self.name = name or unique_name(cls)
         if kwargs:
             raise TypeError(f"{self.context}: unexpected keyword argument(s) {sorted(kwargs)}")
@@ -73,7 +102,7 @@ class Layer:
         if input_shape is None and input_dim is not None:
             input_shape = (input_dim,)
         self.input_shape_arg = tuple(input_shape) if input_shape is not None else None
-        self.trainable = trainable
+        self._trainable = bool(trainable)
         if dtype not in (None, "float32"):
             raise ValueError(f"{cls} '{self.name}': argument dtype must be 'float32', "
                              f"got {dtype!r}")
@@ -81,16 +110,42 @@ class Layer:
         self._store = None
         self._weights = []
         self._input_tensor = None
+        self._inbound_nodes = []
         self.output_shape = None
+
+    def __setattr__(self, name, value):
+        # Layers assigned as attributes belong to this one (subclassed models, nested layers).
+        if isinstance(value, Layer) and name != "_tracked" and value is not self:
+            tracked = self.__dict__.get("_tracked")
+            if tracked is not None and all(value is not t for t in tracked):
+                tracked.append(value)
+        super().__setattr__(name, value)
 
     @property
     def context(self):
         """How error messages name this layer: "Conv2D 'conv2d_1'"."""
         return f"{type(self).__name__} '{self.name}'"
 
+    # -- trainability -------------------------------------------------------------------------
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value):
+        self._trainable = bool(value)
+        for layer in self._tracked:
+            layer.trainable = value
+
+    def set_frozen(self, frozen):
+        """Called by the model before planning: whether this layer's weights stay fixed (its
+        own trainable=False or an enclosing layer's). BatchNormalization also switches to
+        inference mode, as in Keras 3."""
+
     # -- weights ------------------------------------------------------------------------------
-    def add_weight(self, name, shape, initializer, dims, tag):
-        """Create a weight of Keras shape `shape`, stored as logical `dims` with user `tag`."""
+    def add_weight(self, name, shape, initializer, dims, tag, trainable=True):
+        """Create a weight of Keras shape `shape`, stored as logical `dims` with user `tag`;
+        `trainable=False` for state the step updates itself."""
         if self._store is None:
             self._store = ParameterStore()
         path = f"{self.name}/{name}"
@@ -98,8 +153,8 @@ class Layer:
         if value.shape != tuple(shape):
             raise ValueError(f"{self.context}: initializer of '{name}' returned shape "
                              f"{value.shape}, expected {tuple(shape)}")
-        self._store.add(path, dims, tag, value)
-        weight = Weight(self._store, path, shape)
+        self._store.add(path, dims, tag, value, trainable)
+        weight = Weight(self._store, path, shape, trainable)
         self._weights.append(weight)
         return weight
 
@@ -120,43 +175,110 @@ class Layer:
                            output)
         return output
 
+    def _unique(self, weights):
+        seen, result = set(), []
+        for weight in weights:
+            if id(weight) not in seen:
+                seen.add(id(weight))
+                result.append(weight)
+        return result
+
     @property
     def weights(self):
-        return list(self._weights)
+        """Own weights (trainable ones first, as Keras orders them), then nested layers'."""
+        own = ([w for w in self._weights if w.trainable]
+               + [w for w in self._weights if not w.trainable])
+        return self._unique(own + [w for layer in self._tracked for w in layer.weights])
 
-    trainable_weights = weights
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        return self._unique([w for w in self._weights if w.trainable]
+                            + [w for layer in self._tracked for w in layer.trainable_weights])
+
+    @property
+    def non_trainable_weights(self):
+        trainable = {id(w) for w in self.trainable_weights}
+        return [w for w in self.weights if id(w) not in trainable]
+
+    variables = weights
+    trainable_variables = trainable_weights
+    non_trainable_variables = non_trainable_weights
 
     def get_weights(self):
-        return [w.numpy() for w in self._weights]
+        return [w.numpy() for w in self.weights]
 
     def set_weights(self, weights):
-        if len(weights) != len(self._weights):
-            raise ValueError(f"{self.context}: expected {len(self._weights)} weight arrays "
-                             f"{[w.shape for w in self._weights]}, got {len(weights)}")
-        for weight, value in zip(self._weights, weights, strict=True):
+        own = self.weights
+        if len(weights) != len(own):
+            raise ValueError(f"{self.context}: expected {len(own)} weight arrays "
+                             f"{[w.shape for w in own]}, got {len(weights)}")
+        for weight, value in zip(own, weights, strict=True):
             weight.assign(value)
 
     def count_params(self):
-        return int(sum(np.prod(w.shape) for w in self._weights))
+        return int(sum(np.prod(w.shape) for w in self.weights))
 
     # -- tracing ------------------------------------------------------------------------------
     def build(self, input_shape):
         self.built = True
 
     def call(self, inputs):
-        raise NotImplementedError
+        raise NotImplementedError(f"{self.context}: a layer must implement call()")
 
-    def __call__(self, inputs):
-        if not isinstance(inputs, SymbolicTensor):
-            raise TypeError(f"{self.context}: layers are called on symbolic tensors while a "
-                            "model is built; use model.predict() for numpy arrays")
+    def __call__(self, *args, **kwargs):
+        tensors = [t for t in flatten([args, kwargs]) if t is not None]
+        if not args or not all(isinstance(t, (SymbolicTensor, bool, int, float, str))
+                               for t in tensors):
+            raise TypeError(f"{self.context}: layers are called on symbolic tensors "
+                            "(keras.Input(...) or another layer's output) while a model is "
+                            "built; use model.predict() for numpy arrays")
+        inputs = args[0]
+        data_format = getattr(self, "data_format", None)
+        for tensor in flatten(inputs):
+            if data_format is not None and isinstance(tensor, SymbolicTensor):
+                tensor.read_as(data_format, self.context)
         if not self.built:
-            self._input_tensor = inputs
-            self.build(inputs.shape)
+            first = flatten(inputs)[0]
+            self._input_tensor = first
+            shapes = pack_like(inputs, [t.shape for t in flatten(inputs)])
+            self.build(shapes)
             self.built = True
-        output = self.call(inputs)
-        self.output_shape = output.shape
-        return output
+        if "training" in kwargs and not self._call_accepts("training"):
+            kwargs.pop("training")
+        outputs = self.call(*args, **kwargs)
+        self._record(args, kwargs, outputs)
+        flat = flatten(outputs)
+        if self.output_shape is None:
+            self.output_shape = flat[0].shape if len(flat) == 1 else [t.shape for t in flat]
+        return outputs
+
+    def _call_accepts(self, argument):
+        parameters = inspect.signature(self.call).parameters
+        return argument in parameters or any(p.kind == p.VAR_KEYWORD
+                                             for p in parameters.values())
+
+    def _record(self, args, kwargs, outputs):
+        node_index = len(self._inbound_nodes)
+        flat = flatten(outputs)
+        self._inbound_nodes.append(LayerNode(self, args, kwargs, flat))
+        for index, tensor in enumerate(flat):
+            tensor._keras_history = (self, node_index, index)
+
+    @property
+    def input(self):
+        node = self._inbound_nodes[0] if self._inbound_nodes else None
+        if node is None:
+            raise AttributeError(f"{self.context} has not been called yet: no input")
+        return pack_like(node.call_args[0], flatten(node.call_args[0]))
+
+    @property
+    def output(self):
+        if not self._inbound_nodes:
+            raise AttributeError(f"{self.context} has not been called yet: no output")
+        outputs = self._inbound_nodes[0].outputs
+        return outputs[0] if len(outputs) == 1 else list(outputs)
 
     def compute_output_shape(self, input_shape):
         return self.output_shape
@@ -174,27 +296,3 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__name__} name={self.name}>"
-
-
-def is_integer(value):
-    """Python and numpy integers (Keras accepts `Dense(y.max() + 1)`), but not bools."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def pair(value, context, argument):
-    """Keras accepts an int or a pair for kernel_size, strides, pool_size."""
-    if is_integer(value):
-        return (int(value), int(value))
-    try:
-        a, b = value
-        return (int(a), int(b))
-    except (TypeError, ValueError):
-        raise ValueError(f"{context}: argument {argument} must be an int or a pair of ints, "
-                         f"got {value!r}") from None
-
-
-def check_choice(value, choices, context, argument):
-    if not isinstance(value, str) or value.lower() not in choices:
-        raise ValueError(f"{context}: argument {argument} must be one of {list(choices)}, "
-                         f"got {value!r}")
-    return value.lower()

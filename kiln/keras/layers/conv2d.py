@@ -57,9 +57,6 @@ class Conv2D(Layer):
         self.add_kernel_and_bias((kh, kw, channels, self.filters), dims)
 
     def call(self, inputs):
-        if inputs.data_format != self.data_format:
-            raise ValueError(f"{self.context}: data_format {self.data_format!r} differs from "
-                             f"its input's {inputs.data_format!r}; use one data_format per model")
         return self.apply_with_activation(self.op, inputs)
 
     def get_config(self):

@@ -7,8 +7,10 @@ from .base_layer import Layer
 
 
 class Flatten(Layer):
-    """Args: data_format: the feature order of the result, as in Keras (H, W, C) for
-    channels_last and (C, H, W) for channels_first; must match the input's."""
+    """Args: data_format: how the input's axes are ordered; must match the input's. As in
+    Keras, the features come out in (H, W, C) order in both formats (Keras transposes a
+    channels_first input to channels_last first), so a Dense after it has the same weights in
+    both formats."""
 
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
@@ -16,9 +18,6 @@ class Flatten(Layer):
         self.op = ops.Flatten(self.name)
 
     def call(self, inputs):
-        if len(inputs.dims) == 4 and inputs.data_format != self.data_format:
-            raise ValueError(f"{self.context}: data_format {self.data_format!r} differs from "
-                             f"its input's {inputs.data_format!r}")
         return apply(self.op, inputs, flattened=len(inputs.dims) == 4)
 
     def get_config(self):

@@ -1,20 +1,54 @@
-"""InputLayer and Input: declare a model's input shape (`keras.layers.InputLayer`)."""
+"""InputLayer and Input: a model's entry points (`keras.layers.InputLayer`, `keras.Input`).
 
-from .base_layer import Layer
+`keras.Input(shape)` returns a symbolic tensor to call layers on; its InputLayer is what
+`model.layers` shows first in a functional model. Logical dims need a data format: the input
+takes the backend's default and follows the first layer with a `data_format` that reads it.
+"""
+
+from ...graph.symbolic import SymbolicTensor
+from ...plan.step_plan import logical_dims
+from .. import backend
+from .base_layer import Layer, LayerNode
 
 
 class InputLayer(Layer):
-    """Args: input_shape (or shape): the input shape without the batch."""
+    """Args: shape (Keras 3) or input_shape (Keras 2): the shape without the batch;
+    batch_size; name."""
 
-    def __init__(self, input_shape=None, shape=None, **kwargs):
-        super().__init__(input_shape=input_shape if input_shape is not None else shape, **kwargs)
+    def __init__(self, shape=None, batch_size=None, input_shape=None, batch_shape=None,
+                 input_tensor=None, **kwargs):
+        if shape is None:
+            shape = input_shape
+        if shape is None and batch_shape is not None:
+            batch_size, shape = batch_shape[0], tuple(batch_shape)[1:]
+        super().__init__(input_shape=shape, **kwargs)
         if self.input_shape_arg is None:
             raise ValueError(f"{self.context}: argument shape must be given, e.g. (28, 28, 1)")
+        if any(d is None or int(d) <= 0 for d in self.input_shape_arg):
+            raise ValueError(f"{self.context}: argument shape must be positive ints (kiln "
+                             f"plans fixed shapes), got {self.input_shape_arg}")
+        self.batch_size = batch_size
+        data_format = backend.image_data_format()
+        dims = logical_dims((batch_size, *self.input_shape_arg), data_format)
+        self.output_tensor = SymbolicTensor(dims, data_format, name=self.name)
+        self._inbound_nodes.append(LayerNode(self, (), {}, [self.output_tensor]))
+        self.output_tensor._keras_history = (self, 0, 0)
+        self.built = True
+        self.output_shape = self.output_tensor.shape
 
     def call(self, inputs):
         return inputs
 
+    def get_config(self):
+        return {"batch_shape": (self.batch_size, *self.input_shape_arg), "name": self.name}
 
-def Input(shape, name=None, **kwargs):  # noqa: N802 (Keras name)
-    """For `Sequential([Input((28, 28, 1)), ...])`."""
-    return InputLayer(shape=shape, name=name, **kwargs)
+
+def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None,  # noqa: N802
+          **kwargs):
+    """A symbolic input tensor, as `keras.Input`: `x = Input((32, 32, 3)); y = Conv2D(...)(x)`.
+    Also accepted as the first item of a Sequential model."""
+    if dtype not in (None, "float32"):
+        raise ValueError(f"Input '{name}': argument dtype must be 'float32', got {dtype!r}")
+    layer = InputLayer(shape=shape, batch_size=batch_size, batch_shape=batch_shape, name=name,
+                       **kwargs)
+    return layer.output_tensor

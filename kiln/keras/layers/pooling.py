@@ -24,9 +24,6 @@ class _Pooling2D(Layer):
             raise ValueError(f"{self.context}: expected a 4D input, got shape {input_shape}")
 
     def call(self, inputs):
-        if inputs.data_format != self.data_format:
-            raise ValueError(f"{self.context}: data_format {self.data_format!r} differs from "
-                             f"its input's {inputs.data_format!r}; use one data_format per model")
         return apply(self.op, inputs)
 
     def get_config(self):

@@ -1,218 +1,191 @@
-"""Model: compile / fit / evaluate / predict over cached step plans.
+"""Model (`keras.Model`): a layer whose graph kiln compiles into step plans.
 
-A plan is compiled per (training?, batch size) on first use; the smaller last batch gets its
-own plan over the same weights. The training loop only copies a batch into the plan's input
-buffers and runs the plan.
+Three ways to make one, as in Keras 3:
+    functional:  keras.Model(inputs=x, outputs=y) over tensors from keras.Input and layer calls
+    Sequential:  a functional model built from a list of layers (sequential.py)
+    subclassed:  class Net(keras.Model) with layers made in __init__ and used in call(); traced
+                 once on symbolic inputs the first time its input shape is known
+Every model owns one ParameterStore holding its layers' weights; plans are cached per
+(training?, batch size) and rebuilt when weights move or their trainable flags change.
 """
 
-import numpy as np
-
-from ... import ops
 from ...binding import constants as dnnl
+from ...graph.fusion import RULES, fuse
+from ...graph.symbolic import SymbolicTensor
+from ...graph.topology import Graph
+from ...plan.parameters import ParameterStore
 from ...plan.step_plan import StepPlan
-from ...runtime.feeder import BatchFeeder
-from .. import backend
-from .. import losses as losses_module
-from .. import metrics as metrics_module
-from .. import optimizers as optimizers_module
-from ..callbacks import CallbackList
+from .. import mixed_precision
+from ..layers.base_layer import Layer, flatten, unique_name
+from ..layers.input_layer import Input
+from ..trainers import Trainer
+from .functional import map_layers, replay
 
 
-class Model:
-    def __init__(self, name=None):
-        self.name = name or "model"
-        self.built = False
+class Model(Trainer, Layer):
+    """Args (functional): inputs, outputs (a tensor, list or dict of tensors), name."""
+
+    def __init__(self, *args, inputs=None, outputs=None, name=None, **kwargs):
+        if args:
+            inputs = args[0]
+            outputs = args[1] if len(args) > 1 else outputs
+        default = "functional" if type(self) is Model else type(self).__name__
+        super().__init__(name=name or unique_name(default), **kwargs)
         self.compiled = False
         self.stop_training = False
         self.history = None
         self._plans = {}
+        self._trainable_flags = None
+        self._layers = None
+        self._plan_rules = RULES  # the graph rewrites plans apply (tests compare without some)
+        if inputs is not None or outputs is not None:
+            if inputs is None or outputs is None:
+                raise ValueError(f"{self.context}: give both inputs= and outputs=")
+            self._init_graph(inputs, outputs)
 
-    # -- set-up -------------------------------------------------------------------------------
-    def compile(self, optimizer="rmsprop", loss=None, metrics=None, **kwargs):
-        if kwargs:
-            raise TypeError(f"compile: unexpected keyword argument(s) {sorted(kwargs)}")
-        self.build()
-        self.loss = losses_module.get_name(loss)
-        self.metric_names = metrics_module.get_names(metrics)
-        if not isinstance(self.ops[-1], ops.Activation) or self.ops[-1].activation != "softmax":
-            raise ValueError("compile: loss 'categorical_crossentropy' needs a model that ends "
-                             "with a softmax activation (e.g. Dense(10, activation='softmax'))")
-        self.optimizer = optimizers_module.get(optimizer)
-        self.loss_head = ops.SoftmaxCrossEntropy(self.ops[-1].name, backend.epsilon())
-        self._plans = {key: plan for key, plan in self._plans.items() if not key[0]}
-        self.compiled = True
+    # -- the graph ------------------------------------------------------------------------------
+    def _init_graph(self, inputs, outputs, layers=None):
+        for tensor in flatten([inputs, outputs]):
+            if not isinstance(tensor, SymbolicTensor):
+                raise TypeError(f"{self.context}: inputs and outputs must be symbolic tensors "
+                                f"(from keras.Input and layer calls), got {tensor!r}")
+        self._input_structure, self._output_structure = inputs, outputs
+        self.inputs, self.outputs = flatten(inputs), flatten(outputs)
+        self.graph = Graph(self.inputs, self.outputs)
+        self._layer_nodes, ordered = map_layers(self.inputs, self.outputs)
+        if self._layers is None:
+            self._layers = ordered if layers is None else layers
+        self.data_format = self.inputs[0].data_format
+        # The policy in force when the model is built decides its compute type, as in Keras.
+        self.compute_dtype = mixed_precision.global_policy().compute_dtype
+        self.store = ParameterStore()
+        self._plans = {}
+        self.built = True
+        if self.compiled:
+            self._make_loss_head()
+
+    @property
+    def layers(self):
+        if self._layers is None:  # subclassed and not traced yet: the layers it holds
+            return list(self._tracked)
+        return list(self._layers)
+
+    @property
+    def input(self):
+        self._require_graph()
+        return self.inputs[0] if len(self.inputs) == 1 else self._input_structure
+
+    @property
+    def output(self):
+        self._require_graph()
+        return self.outputs[0] if len(self.outputs) == 1 else self._output_structure
+
+    @property
+    def ops(self):
+        """The engine ops of the plan, after fusion (for tests and diagnostics)."""
+        self._require_graph()
+        return fuse(self.graph, self._plan_rules).ops
+
+    def _require_graph(self):
+        self._build_if_possible()
+        if not self.built:
+            raise ValueError(f"{self.context}: the model is not built yet; call it on data "
+                             "(fit/predict) or build(input_shape) first")
+
+    def build(self, input_shape=None):
+        """Trace a subclassed model on symbolic inputs of `input_shape` (batch first)."""
+        if self.built:
+            return
+        if input_shape is None:
+            raise ValueError(f"{self.context}: build() needs input_shape for a subclassed "
+                             "model, e.g. build((None, 32, 32, 3))")
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        inputs = [Input(shape=tuple(shape)[1:]) for shape in shapes]
+        structure = inputs if isinstance(input_shape, list) else inputs[0]
+        outputs = self.call(structure)
+        self._init_graph(structure, outputs, layers=list(self._tracked))
+
+    def _build_from_data(self, x):
+        if not self.built:
+            arrays = x if isinstance(x, (list, tuple)) else [x]
+            shapes = [(None, *getattr(a, "shape", ())[1:]) for a in arrays]
+            self.build(shapes if isinstance(x, (list, tuple)) else shapes[0])
+
+    def call(self, inputs, training=None):
+        """A functional model called as a layer runs its layers again on the new inputs."""
+        if self._layers is None or not hasattr(self, "_layer_nodes"):
+            raise NotImplementedError(f"{self.context}: a subclassed model must define call()")
+        return replay(self, inputs, self._layer_nodes)
+
+    def _input_context(self, position):
+        return self._first_reader(self.inputs[position])
+
+    def _output_context(self):
+        history = self.outputs[0]._keras_history
+        return history[0].context if history else self.context
+
+    def _first_reader(self, tensor):
+        for node in self._layer_nodes:
+            if any(t is tensor for t in node.input_tensors):
+                return node.layer.context
+        return self.context
+
+    # -- weights, freezing and plans -------------------------------------------------------------
+    @property
+    def weights(self):
+        self._build_if_possible()
+        return self._unique([w for layer in self.layers for w in layer.weights])
+
+    @property
+    def trainable_weights(self):
+        self._build_if_possible()
+        if not self.trainable:
+            return []
+        return self._unique([w for layer in self.layers for w in layer.trainable_weights])
+
+    def _sync(self):
+        """Before planning or running: hold every weight in this model's store, and tell
+        each layer whether it is frozen. Returns the trainable flags (part of a plan's key)."""
+        weights = self.weights
+        if self.store.stale or any(w.store is not self.store for w in weights):
+            for weight in weights:
+                weight.move_to(self.store)
+            self.store.stale = False
+            self._plans = {}
+        flags = {}
+
+        def walk(layer, enclosing_trainable):
+            active = enclosing_trainable and layer.trainable
+            layer.set_frozen(not active)
+            for weight in layer._weights:
+                flags[weight.path] = active and weight.trainable
+            for sub in (layer.layers if isinstance(layer, Model) else layer._tracked):
+                walk(sub, active)
+
+        walk(self, True)
+        signature = tuple(sorted(flags.items()))
+        if signature != self._trainable_flags:
+            for path, trainable in flags.items():
+                self.store.set_trainable(path, trainable)
+            self._trainable_flags = signature
+            self._plans = {}
+        return signature
 
     def _plan(self, training, batch_size):
+        self._require_graph()
+        self._sync()
         key = (training, batch_size)
         plan = self._plans.get(key)
         if plan is None:
-            input_shape = (batch_size, *self.input.shape[1:])
             data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
+            graph = fuse(self.graph, self._plan_rules)
             if training:
-                plan = StepPlan(self.ops, input_shape, self.data_format, self.store,
-                                self.loss_head, self.optimizer.make_updater(),
-                                label_shape=(batch_size, *self.output.shape[1:]),
-                                data_type=data_type)
+                plan = StepPlan(graph, batch_size, self.store, self.loss_head,
+                                self.optimizer.make_updater(), data_type=data_type)
             else:
-                plan = StepPlan(self.ops, input_shape, self.data_format, self.store,
-                                data_type=data_type)
+                plan = StepPlan(graph, batch_size, self.store, data_type=data_type)
             self._plans[key] = plan
         return plan
-
-    # -- input checks -------------------------------------------------------------------------
-    def _checked_array(self, array, argument, expected, context, why):
-        """`array` as contiguous float32 if it is numeric with shape (batch, *expected)."""
-        try:
-            array = np.asarray(array)
-        except Exception as error:
-            raise ValueError(f"{self.name}: argument {argument} must be a numeric array") \
-                from error
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-            raise ValueError(f"{self.name}: argument {argument} must be a numeric array, got "
-                             f"dtype {array.dtype}")
-        if array.shape[1:] != tuple(expected):
-            raise ValueError(f"{context}: argument {argument} must have shape (batch, "
-                             f"{', '.join(map(str, expected))}) {why}, got {array.shape}")
-        return np.ascontiguousarray(array, dtype=np.float32)
-
-    def _check_x(self, x):
-        return self._checked_array(x, "x", self.input.shape[1:], self.first_layer.context,
-                                   f"for data_format '{self.data_format}'")
-
-    def _check_y(self, y, count):
-        y = self._checked_array(y, "y", self.output.shape[1:], self.layers[-1].context,
-                                "to match the model output (one-hot labels: use "
-                                "kiln.keras.utils.to_categorical)")
-        if len(y) != count:
-            raise ValueError(f"{self.name}: x and y must have the same number of samples, got "
-                             f"{count} and {len(y)}")
-        return y
-
-    # -- training -----------------------------------------------------------------------------
-    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
-            validation_split=0.0, validation_data=None, shuffle=True, initial_epoch=0,
-            steps_per_epoch=None, **kwargs):
-        """Train on numpy arrays; returns a History. Arguments as in Keras."""
-        if kwargs:
-            raise TypeError(f"fit: unexpected keyword argument(s) {sorted(kwargs)}")
-        if not self.compiled:
-            raise RuntimeError("fit: call compile() first")
-        x = self._check_x(x)
-        y = self._check_y(y, len(x))
-        batch_size = int(batch_size or 32)
-        if batch_size <= 0:
-            raise ValueError(f"fit: argument batch_size must be a positive int, got {batch_size}")
-        if validation_data is None and validation_split:
-            if not 0 < validation_split < 1:
-                raise ValueError(f"fit: argument validation_split must be in (0, 1), got "
-                                 f"{validation_split}")
-            split = int(len(x) * (1 - validation_split))
-            x, y, validation_data = x[:split], y[:split], (x[split:], y[split:])
-        if validation_data is not None:
-            if len(validation_data) != 2:
-                raise ValueError("fit: argument validation_data must be a tuple (x_val, y_val)")
-            val_x = self._check_x(validation_data[0])
-            val_y = self._check_y(validation_data[1], len(val_x))
-        count = len(x)
-        steps = -(-count // batch_size)
-        if steps_per_epoch:
-            steps = min(steps, int(steps_per_epoch))
-        verbose = 1 if verbose == "auto" else verbose
-        callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
-                                     model=self, verbose=verbose, epochs=epochs, steps=steps)
-        accuracy_names = self.metric_names
-        self.stop_training = False
-        callback_list.on_train_begin()
-        for epoch in range(initial_epoch, epochs):
-            callback_list.on_epoch_begin(epoch)
-            order = np.random.permutation(count) if shuffle else np.arange(count)
-            order = order[:steps * batch_size]
-            totals = np.zeros(2)
-            seen = 0
-            feeder = BatchFeeder(x, y, order, batch_size)
-            for step, (x_batch, y_batch) in enumerate(feeder.batches()):
-                size = len(x_batch)
-                plan = self._plan(True, size)
-                plan.use_input(x_batch, y_batch)
-                callback_list.on_train_batch_begin(step)
-                loss, accuracy = plan.train_step()
-                totals += (loss * size, accuracy * size)
-                seen += size
-                logs = {"loss": float(loss), "size": size}
-                for name in accuracy_names:
-                    logs[name] = float(accuracy)
-                callback_list.on_train_batch_end(step, logs)
-            epoch_logs = {"loss": float(totals[0] / seen)}
-            for name in accuracy_names:
-                epoch_logs[name] = float(totals[1] / seen)
-            if validation_data is not None:
-                val_loss, val_accuracy = self._evaluate_arrays(val_x, val_y, batch_size)
-                epoch_logs["val_loss"] = val_loss
-                for name in accuracy_names:
-                    epoch_logs[f"val_{name}"] = val_accuracy
-            callback_list.on_epoch_end(epoch, epoch_logs)
-            if self.stop_training:
-                break
-        callback_list.on_train_end()
-        return self.history
-
-    # -- inference ----------------------------------------------------------------------------
-    def _predict_arrays(self, x, batch_size, on_batch=None):
-        """Outputs for all of x; `on_batch(index, start, outputs)` after each batch."""
-        outputs = np.empty((len(x), *self.output.shape[1:]), dtype=np.float32)
-        for index, start in enumerate(range(0, len(x), batch_size)):
-            chunk = x[start:start + batch_size]
-            plan = self._plan(False, len(chunk))
-            plan.inputs[...] = chunk
-            outputs[start:start + len(chunk)] = plan.predict_step()
-            if on_batch is not None:
-                on_batch(index, start, outputs[start:start + len(chunk)])
-        return outputs
-
-    def _evaluate_arrays(self, x, y, batch_size, callback_list=None):
-        def report(index, start, probabilities):
-            labels = y[start:start + len(probabilities)]
-            logs = {"loss": float(np.mean(losses_module.categorical_crossentropy(
-                labels, probabilities))), "size": len(probabilities)}
-            for name in self.metric_names:
-                logs[name] = float(np.mean(metrics_module.categorical_accuracy(
-                    labels, probabilities)))
-            callback_list.on_test_batch_end(index, logs)
-
-        probabilities = self._predict_arrays(x, batch_size,
-                                             report if callback_list is not None else None)
-        loss = float(np.mean(losses_module.categorical_crossentropy(y, probabilities)))
-        accuracy = float(np.mean(metrics_module.categorical_accuracy(y, probabilities)))
-        return loss, accuracy
-
-    def predict(self, x, batch_size=None, verbose=0):
-        self.build()
-        x = self._check_x(x)
-        return self._predict_arrays(x, int(batch_size or 32))
-
-    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, return_dict=False):
-        """Returns the loss, or [loss, *metrics] when compiled with metrics (as in Keras)."""
-        if not self.compiled:
-            raise RuntimeError("evaluate: call compile() first")
-        x = self._check_x(x)
-        y = self._check_y(y, len(x))
-        batch_size = int(batch_size or 32)
-        verbose = 1 if verbose == "auto" else verbose
-        callback_list = CallbackList(add_progbar=verbose != 0, model=self, verbose=verbose,
-                                     epochs=1, steps=-(-len(x) // batch_size))
-        callback_list.on_test_begin()
-        loss, accuracy = self._evaluate_arrays(x, y, batch_size, callback_list)
-        results = {"loss": loss, **{name: accuracy for name in self.metric_names}}
-        callback_list.on_test_end(results)
-        if return_dict:
-            return results
-        return list(results.values()) if self.metric_names else loss
-
-    # -- weights ------------------------------------------------------------------------------
-    @property
-    def weights(self):
-        self.build()
-        return [w for layer in self.layers for w in layer.weights]
 
     def get_weights(self):
         return [w.numpy() for w in self.weights]
@@ -225,11 +198,8 @@ class Model:
         for weight, value in zip(own, weights, strict=True):
             weight.assign(value)
 
-    def count_params(self):
-        return int(sum(np.prod(w.shape) for w in self.weights))
-
     def summary(self, print_fn=print):
-        self.build()
+        self._build_if_possible()
         rows = [(f"{layer.name} ({type(layer).__name__})", str(layer.output_shape),
                  layer.count_params()) for layer in self.layers]
         line = "_" * 65
@@ -241,3 +211,12 @@ class Model:
             print_fn(f"{name:<30}{shape:<22}{count:>13,}")
         print_fn("=" * 65)
         print_fn(f"Total params: {self.count_params():,}")
+        trainable = int(sum(w.numpy().size for w in self.trainable_weights))
+        print_fn(f"Trainable params: {trainable:,}")
+        print_fn(f"Non-trainable params: {self.count_params() - trainable:,}")
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable}
+
+
+

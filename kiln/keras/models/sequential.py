@@ -1,10 +1,7 @@
-"""Sequential model (`keras.models.Sequential`)."""
+"""Sequential model (`keras.models.Sequential`): a functional model over a list of layers."""
 
-from ...graph.fusion import fuse
-from ...graph.symbolic import SymbolicTensor, ops_in_order
-from ...plan.parameters import ParameterStore
-from ...plan.step_plan import logical_dims
-from .. import backend, mixed_precision
+from .. import backend
+from ..layers.base_layer import Layer
 from ..layers.input_layer import InputLayer
 from .model import Model
 
@@ -13,7 +10,8 @@ class Sequential(Model):
     """A linear stack of layers.
 
     Args:
-        layers: optional list of layers; the first needs `input_shape=` (or be an Input).
+        layers: optional list of layers; the first needs `input_shape=` (Keras 2), or the
+            list starts with `keras.Input(shape)` / an InputLayer (Keras 3).
         name: model name.
 
     Example:
@@ -23,55 +21,102 @@ class Sequential(Model):
         >>> model.add(Dense(10, activation="softmax"))
     """
 
-    def __init__(self, layers=None, name=None):
-        super().__init__(name=name or "sequential")
-        self.layers = []
+    def __init__(self, layers=None, name=None, trainable=True):
+        super().__init__(name=name, trainable=trainable)
+        self._stack = []
+        self._input_layer = None
         for layer in layers or ():
             self.add(layer)
 
     def add(self, layer):
-        if not hasattr(layer, "call") or not hasattr(layer, "get_config"):
+        history = getattr(layer, "_keras_history", None)
+        if history is not None and isinstance(history[0], InputLayer):
+            layer = history[0]  # keras.Input(...) as the first item: its InputLayer
+        if not isinstance(layer, Layer):
             raise TypeError(f"Sequential.add: argument layer must be a kiln.keras layer, "
                             f"got {layer!r}")
-        if self.built:
-            raise RuntimeError("Sequential.add: the model was already built; add layers "
-                               "before compile()/fit()")
-        self.layers.append(layer)
+        if isinstance(layer, InputLayer):
+            if self._stack or self._input_layer is not None:
+                raise ValueError(f"{self.context}: an Input can only be the first item")
+            self._input_layer = layer
+        else:
+            self._stack.append(layer)
+        self._reset_graph()
+
+    def pop(self):
+        if not self._stack:
+            raise TypeError(f"{self.context}: there are no layers to pop")
+        layer = self._stack.pop()
+        self._reset_graph()
+        return layer
+
+    def _reset_graph(self):
+        """The stack changed: the graph is made again on next use (weights stay)."""
+        self.built = False
+        self._plans = {}
+        self._layers = None
+
+    @property
+    def layers(self):
+        return list(self._stack)
 
     def build(self, input_shape=None):
-        """Trace the layers into ops and create their weights in one ParameterStore."""
+        """Call the layers in order on one input and make the graph."""
         if self.built:
             return
-        if not self.layers:
-            raise ValueError("Sequential: the model has no layers")
-        first = self.layers[0]
-        shape = input_shape[1:] if input_shape is not None else first.input_shape_arg
+        if not self._stack:
+            raise ValueError(f"{self.context}: the model has no layers")
+        first = self._stack[0]
+        if self._input_layer is not None:
+            shape, name = self._input_layer.input_shape_arg, self._input_layer.name
+        elif input_shape is not None:
+            shape, name = tuple(input_shape)[1:], None
+        else:
+            shape, name = first.input_shape_arg, None
         if shape is None:
             raise ValueError(f"{first.context}: the first layer needs input_shape=, e.g. "
                              "input_shape=(28, 28, 1)")
-        # The first layer that has a data_format decides how the input is read (an Input or
-        # InputLayer in front has none).
-        data_format = next((layer.data_format for layer in self.layers
-                            if getattr(layer, "data_format", None)), backend.image_data_format())
-        dims = logical_dims((None, *shape), data_format)
-        self.store = ParameterStore()
-        tensor = SymbolicTensor(dims, data_format)
-        self.input = tensor
-        for layer in self.layers:
-            if isinstance(layer, InputLayer):
-                continue
-            layer._store = self.store
+        # The first layer that has a data_format decides how the input is read.
+        data_format = next((layer.data_format for layer in self._stack
+                            if getattr(layer, "data_format", None)),
+                           backend.image_data_format())
+        saved = backend.image_data_format()
+        backend.set_image_data_format(data_format)
+        try:
+            self._input_layer = InputLayer(shape=shape, name=name)
+        finally:
+            backend.set_image_data_format(saved)
+        tensor = inputs = self._input_layer.output_tensor
+        for layer in self._stack:
             tensor = layer(tensor)
-        self.output = tensor
-        self.ops = fuse(ops_in_order(tensor))
-        self.data_format = data_format
-        self.first_layer = next(layer for layer in self.layers
-                                if not isinstance(layer, InputLayer))
-        # The policy in force when the model is built decides its compute type, as in Keras.
-        self.compute_dtype = mixed_precision.global_policy().compute_dtype
-        self.built = True
+        self._layers = [self._input_layer, *self._stack]
+        self._init_graph(inputs, tensor, layers=self._layers)
+
+    def _build_from_data(self, x):
+        self.build()
+
+    def _build_if_possible(self):
+        if not self.built and (self._input_layer is not None
+                               or (self._stack and self._stack[0].input_shape_arg)):
+            self.build()
+
+    @property
+    def first_layer(self):
+        return self._stack[0]
+
+    def call(self, inputs, training=None):
+        if not self.built:
+            self.build((None, *flatten_shape(inputs)))
+        tensor = inputs
+        for layer in self._stack:
+            tensor = layer(tensor)
+        return tensor
 
     def get_config(self):
         return {"name": self.name,
                 "layers": [{"class_name": type(layer).__name__, "config": layer.get_config()}
-                           for layer in self.layers]}
+                           for layer in self._stack]}
+
+
+def flatten_shape(tensor):
+    return tuple(tensor.shape[1:])

@@ -1,0 +1,89 @@
+"""Order and check a traced graph: which nodes compute the outputs from the inputs, in an order
+where every node comes after the nodes producing its inputs, and who reads each tensor.
+
+The plan compiler needs exactly this: forward in this order, backward in reverse, gradients of
+a tensor with several consumers summed, fusion only where a producer has one consumer.
+"""
+
+
+class Graph:
+    """Nodes from `inputs` to `outputs` (lists of SymbolicTensors) in topological order.
+
+    Raises ValueError naming the tensor when an output depends on a tensor that is not one of
+    the inputs, or when an input does not reach any output.
+    """
+
+    def __init__(self, inputs, outputs, nodes=None):
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.nodes = topological_nodes(self.inputs, self.outputs) if nodes is None else nodes
+        self.consumers = consumers(self.nodes)
+
+    @classmethod
+    def chain(cls, ops, input_tensor):
+        """A linear graph applying `ops` in order to `input_tensor` (tests, simple callers)."""
+        from .symbolic import apply
+        tensor = input_tensor
+        for op in ops:
+            tensor = apply(op, tensor)
+        return cls([input_tensor], [tensor])
+
+    def with_nodes(self, nodes):
+        """The same inputs and outputs computed by rewritten `nodes` (fusion)."""
+        return Graph(self.inputs, self.outputs, nodes)
+
+    @property
+    def ops(self):
+        return [node.op for node in self.nodes]
+
+
+def topological_nodes(inputs, outputs):
+    input_ids = {id(t) for t in inputs}
+    order, done, visiting = [], set(), set()
+    for output in outputs:
+        if id(output) in input_ids or id(output.node) in done:
+            continue
+        if output.node is None:
+            raise ValueError(f"model output '{output.name}' {output.shape} is not computed from "
+                             "the model inputs (pass it as an input or compute it from one)")
+        # iterative depth-first search: deep models would overflow Python's recursion limit
+        stack = [(output.node, 0)]
+        visiting.add(id(output.node))
+        while stack:
+            node, position = stack.pop()
+            if position < len(node.inputs):
+                stack.append((node, position + 1))
+                tensor = node.inputs[position]
+                if id(tensor) in input_ids:
+                    continue
+                parent = tensor.node
+                if parent is None:
+                    raise ValueError(
+                        f"model output '{output.name}' depends on tensor '{tensor.name}' "
+                        f"{tensor.shape}, which is not one of the model inputs "
+                        f"{[t.name for t in inputs]}")
+                if id(parent) in done:
+                    continue
+                if id(parent) in visiting:
+                    raise ValueError(f"the graph has a cycle through '{tensor.name}'")
+                visiting.add(id(parent))
+                stack.append((parent, 0))
+            else:
+                visiting.discard(id(node))
+                done.add(id(node))
+                order.append(node)
+    used = {id(t) for node in order for t in node.inputs} | {id(t) for t in outputs}
+    for tensor in inputs:
+        if id(tensor) not in used:
+            raise ValueError(f"model input '{tensor.name}' {tensor.shape} is not used by any "
+                             f"output {[t.name for t in outputs]}")
+    return order
+
+
+def consumers(nodes):
+    """id(tensor) -> the nodes reading it, in order (a node reading it twice counts twice)."""
+    readers = {}
+    for node in nodes:
+        for tensor in node.inputs:
+            readers.setdefault(id(tensor), []).append(node)
+    return readers

@@ -1,0 +1,97 @@
+"""The layer graph of a functional model: which layer calls compute the outputs from the
+inputs, `model.layers` in Keras' order, and calling a model as a layer.
+
+The engine graph (ops on tensors, kiln/graph) is what gets planned; this is the layer-level
+view Keras users see. The order follows Keras 3's `map_graph` (keras/src/ops/function.py):
+layer calls sorted by depth from the outputs, deepest (the inputs) first, ties broken by the
+order a depth-first walk from the outputs first met each layer.
+"""
+
+from collections import defaultdict
+
+from ...graph.symbolic import SymbolicTensor
+from ..layers.base_layer import flatten, pack_like
+
+
+def _walk(inputs, outputs):
+    """(layer nodes in post-order from the outputs, layer -> first-met index)."""
+    input_ids = {id(t) for t in inputs}
+    finished, in_progress, order, first_met = set(), set(), [], {}
+    for output in outputs:
+        stack = [(output, False)]
+        while stack:
+            tensor, expanded = stack.pop()
+            if tensor._keras_history is None:
+                raise ValueError(f"tensor '{tensor.name}' {tensor.shape} was not produced by "
+                                 "a Keras layer call or keras.Input")
+            layer, index, _ = tensor._keras_history
+            node = layer._inbound_nodes[index]
+            if id(node) in finished:
+                continue
+            if expanded:
+                in_progress.discard(id(node))
+                finished.add(id(node))
+                order.append(node)
+                continue
+            if id(node) in in_progress:
+                raise ValueError(f"the layer graph has a cycle through '{tensor.name}'")
+            first_met.setdefault(layer, len(first_met))
+            in_progress.add(id(node))
+            stack.append((tensor, True))
+            if id(tensor) not in input_ids:
+                for parent in reversed(node.input_tensors):
+                    stack.append((parent, False))
+    return order, first_met
+
+
+def map_layers(inputs, outputs):
+    """(layer nodes in topological order, the layers in Keras' `model.layers` order)."""
+    nodes, first_met = _walk(inputs, outputs)
+    node_depth, layer_depth = {}, {}
+    for node in reversed(nodes):
+        depth = max(node_depth.setdefault(id(node), 0), layer_depth.get(node.layer, 0))
+        layer_depth[node.layer] = depth
+        node_depth[id(node)] = depth
+        for parent in node.parent_nodes:
+            node_depth[id(parent)] = max(depth + 1, node_depth.get(id(parent), 0))
+    for tensor in inputs:
+        layer = tensor._keras_history[0]
+        if layer not in layer_depth:
+            layer_depth[layer] = 0
+            first_met[layer] = -1
+    by_depth = defaultdict(list)
+    for layer, depth in layer_depth.items():
+        by_depth[depth].append(layer)
+    layers = []
+    for depth in sorted(by_depth, reverse=True):
+        layers.extend(sorted(by_depth[depth], key=lambda layer: first_met[layer]))
+    return nodes, layers
+
+
+def replay(model, inputs, nodes):
+    """Call the layers of `model`'s graph again on new `inputs` (calling a model as a layer):
+    the same layer objects, so the same weights."""
+    given = flatten(inputs)
+    if len(given) != len(model.inputs):
+        raise ValueError(f"{model.context}: expected {len(model.inputs)} input(s), got "
+                         f"{len(given)}")
+    mapping = {}
+    for old, new in zip(model.inputs, given, strict=True):
+        if tuple(old.shape[1:]) != tuple(new.shape[1:]):
+            raise ValueError(f"{model.context}: input '{old.name}' expects shape "
+                             f"{old.shape}, got {new.shape} from '{new.name}'")
+        mapping[id(old)] = new
+
+    def substitute(structure):
+        flat = flatten(structure)
+        return pack_like(structure, [mapping.get(id(t), t) if isinstance(t, SymbolicTensor)
+                                     else t for t in flat])
+
+    for node in nodes:
+        if not node.input_tensors:
+            continue  # an InputLayer
+        outputs = node.layer(*substitute(list(node.call_args)),
+                             **substitute(dict(node.call_kwargs)))
+        for old, new in zip(node.outputs, flatten(outputs), strict=True):
+            mapping[id(old)] = new
+    return pack_like(model._output_structure, [mapping[id(t)] for t in model.outputs])
