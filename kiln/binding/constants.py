@@ -61,6 +61,7 @@ eltwise_relu = 32
 eltwise_tanh = 33
 eltwise_linear = 38
 eltwise_logistic = 41
+eltwise_pow = 48
 eltwise_exp = 42
 eltwise_relu_use_dst_for_bwd = 256
 eltwise_tanh_use_dst_for_bwd = 257
@@ -128,6 +129,7 @@ ARG_DIFF_SCALE = 255
 ARG_DIFF_SHIFT = 256
 ARG_FROM = 1
 ARG_TO = 17
+ARG_ATTR_MULTIPLE_POST_OP_BASE = 32768  # (index + 1) * this | ARG_SRC_1: binary post-op
 
 MAX_NDIMS = 12
 

@@ -14,11 +14,19 @@ from .memory import Memory, MemoryDesc, layout_key
 
 
 class Attributes:
-    """`dnnl_primitive_attr_t`: post-ops, user scratchpad and math mode."""
+    """`dnnl_primitive_attr_t`: post-ops, user scratchpad and math mode.
+
+    Args:
+        eltwise_post_ops: post-ops in order: (eltwise alg, alpha, beta), or
+            ("binary", binary alg, src1 MemoryDesc) for a second operand the primitive reads
+            (argument `post_op_arg(index)` at execution, index = its place in this list).
+        fpmath_mode: oneDNN math mode (bf16 down-conversion allowed or not).
+    """
 
     def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict):
         self.handle = None
-        self.key = (tuple(eltwise_post_ops), fpmath_mode)
+        self.key = (tuple(op if op[0] != "binary" else (op[1], op[2].dims)
+                          for op in eltwise_post_ops), fpmath_mode)
         handle = ctypes.c_void_p()
         check(lib.dnnl_primitive_attr_create(ctypes.byref(handle)), "attr create")
         self.handle = handle
@@ -30,9 +38,14 @@ class Attributes:
         if eltwise_post_ops:
             post_ops = ctypes.c_void_p()
             check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post-ops create")
-            for alg, alpha, beta in eltwise_post_ops:
-                check(lib.dnnl_post_ops_append_eltwise(post_ops, alg, alpha, beta),
-                      "post-ops eltwise", f"alg {alg}")
+            for op in eltwise_post_ops:
+                if op[0] == "binary":
+                    check(lib.dnnl_post_ops_append_binary(post_ops, op[1], op[2].handle),
+                          "post-ops binary", f"alg {op[1]} {op[2]}")
+                else:
+                    alg, alpha, beta = op
+                    check(lib.dnnl_post_ops_append_eltwise(post_ops, alg, alpha, beta),
+                          "post-ops eltwise", f"alg {alg}")
             check(lib.dnnl_primitive_attr_set_post_ops(handle, post_ops), "attr post-ops")
             lib.dnnl_post_ops_destroy(post_ops)
 
@@ -75,6 +88,11 @@ class PrimitiveDesc:
         check(lib.dnnl_primitive_desc_query(self.handle, dnnl.query_impl_info_str, 0,
                                             ctypes.byref(out)), "pd query impl")
         return out.value.decode()
+
+
+def post_op_arg(index):
+    """The execution argument of the second operand of binary post-op number `index`."""
+    return dnnl.ARG_ATTR_MULTIPLE_POST_OP_BASE * (index + 1) | dnnl.ARG_SRC_1
 
 
 def reorder_pd(source_desc, target_desc):
@@ -178,7 +196,8 @@ class BoundCall:
             raise DnnlError(f"{self.primitive.name} ({self.label}) execute", shapes, status)
 
 
-__all__ = ["Attributes", "default_attributes", "reorder_pd", "sum_pd", "PrimitiveDesc", "Primitive",
+__all__ = ["Attributes", "default_attributes", "post_op_arg", "reorder_pd", "sum_pd",
+           "PrimitiveDesc", "Primitive",
            "PrimitiveCache", "primitive_cache", "BoundCall", "reorder_now"]
 
 

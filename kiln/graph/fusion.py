@@ -12,7 +12,18 @@ model output: otherwise someone else still needs the unfused tensor.
 
 import copy
 
-from ..ops import FUSABLE, Activation, Conv2D, Dense, Dropout, MaxPoolDropout, Pooling2D
+from ..ops import (
+    FUSABLE,
+    Activation,
+    Add,
+    BatchNorm,
+    Conv2D,
+    Dense,
+    Dropout,
+    MaxPoolDropout,
+    Pooling2D,
+)
+from ..ops.batch_norm_folding import fold_into_conv
 from .symbolic import Node
 
 
@@ -28,10 +39,18 @@ def fold_activation(producer, consumer):
 
 
 def fold_relu(producer, consumer):
-    """An op that can apply a relu itself (batch norm, add) + Activation('relu') -> one op."""
-    if (isinstance(consumer, Activation) and consumer.activation == "relu"
-            and hasattr(producer, "with_relu")):
-        return producer.with_relu()
+    """BatchNorm (oneDNN's fuse_norm_relu) or Add (an eltwise post-op) + Activation('relu')
+    -> one op: a residual block's normalize-then-relu and add-then-relu."""
+    if not (isinstance(consumer, Activation) and consumer.activation == "relu"):
+        return None
+    if isinstance(producer, BatchNorm) and not producer.fuse_relu:
+        merged = copy.copy(producer)
+        merged.fuse_relu = True
+        return merged
+    if isinstance(producer, Add) and producer.activation is None:
+        merged = copy.copy(producer)
+        merged.activation = "relu"
+        return merged
     return None
 
 
@@ -43,7 +62,17 @@ def fold_pool_dropout(producer, consumer):
     return None
 
 
+def fold_batch_norm(producer, consumer):
+    """Conv2D without activation + BatchNorm -> one Conv2D with the per-channel affine of the
+    moving statistics as post-ops (inference plans only: training needs batch statistics)."""
+    if (isinstance(consumer, BatchNorm) and isinstance(producer, Conv2D)
+            and producer.activation in (None, "linear") and producer.channel_affine is None):
+        return fold_into_conv(producer, consumer)
+    return None
+
+
 RULES = (fold_activation, fold_relu, fold_pool_dropout)
+INFERENCE_RULES = (fold_batch_norm,)
 
 
 def fuse(graph, rules=RULES):

@@ -2,14 +2,18 @@
 (or numba kernels where oneDNN has none)."""
 
 from .activation import Activation
+from .batch_norm import BatchNorm
+from .concatenate import Concatenate
 from .conv2d import Conv2D
 from .dense import Dense
 from .dropout import Dropout
 from .eltwise import FUSABLE
 from .flatten import Flatten
 from .max_pool_dropout import MaxPoolDropout
+from .merge import Add, Average, Maximum, Minimum, Multiply, Subtract
 from .pooling import Pooling2D
 from .softmax_cross_entropy import SoftmaxCrossEntropy
 
-__all__ = ["Activation", "Conv2D", "Dense", "Dropout", "FUSABLE", "Flatten", "MaxPoolDropout",
-           "Pooling2D", "SoftmaxCrossEntropy"]
+__all__ = ["Activation", "Add", "Average", "BatchNorm", "Concatenate", "Conv2D", "Dense",
+           "Dropout", "FUSABLE", "Flatten", "MaxPoolDropout", "Maximum", "Minimum", "Multiply",
+           "Pooling2D", "SoftmaxCrossEntropy", "Subtract"]

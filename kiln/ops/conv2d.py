@@ -7,7 +7,7 @@ pass over the output gradient, never from a separate reduction).
 
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, to_dims
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes, post_op_arg
 from .base import Op
 from .eltwise import eltwise_backward, post_ops
 from .tensor import Tensor
@@ -41,7 +41,13 @@ class Conv2D(Op):
         padding: 'valid' or 'same'.
         activation: None, 'linear', 'relu', 'tanh' or 'sigmoid' (fused as a post-op).
         use_bias: whether a bias is added (fused into the primitive).
+
+    `channel_affine` (set by the inference-plan fusion of a following batch norm, see
+    batch_norm_folding.py) plans per-channel (scale, shift) memories of dims (1, C, 1, 1):
+    y = activation(conv(x) * scale + shift), as binary post-ops of the same primitive.
     """
+
+    channel_affine = None
 
     def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
                  activation=None, use_bias=True):
@@ -99,16 +105,25 @@ class Conv2D(Op):
         strides, dilates = to_dims(self.strides), to_dims((0, 0))
         pad_l_dims, pad_r_dims = to_dims(pad_l), to_dims(pad_r)
 
+        affine = None
+        if self.channel_affine is not None:
+            if builder.training:
+                raise ValueError(f"Conv2D '{self.name}': a folded batch norm is for inference "
+                                 "plans only")
+            affine = self.channel_affine(builder, self.filters)
+        binary = () if affine is None else (("binary", dnnl.binary_mul, affine[0].desc),
+                                            ("binary", dnnl.binary_add, affine[1].desc))
+
         def make_forward():
-            attributes = Attributes(post_ops(self.activation))
+            attributes = Attributes(binary + tuple(post_ops(self.activation)))
             return PrimitiveDesc(
                 "dnnl_convolution_forward_primitive_desc_create", "convolution forward", shapes,
                 FORWARD, dnnl.convolution_direct, src_any.handle, w_any.handle,
                 bias_handle, dst_any.handle, strides, dilates, pad_l_dims, pad_r_dims,
                 attributes.handle)
 
-        fwd = builder.primitive(("conv fwd", FORWARD, dt, geometry, self.activation),
-                                make_forward)
+        fwd = builder.primitive(("conv fwd", FORWARD, dt, geometry, self.activation,
+                                 affine is not None), make_forward)
 
         def backward_weights():
             return builder.primitive(("conv bwd weights", dt, geometry), lambda: PrimitiveDesc(
@@ -128,6 +143,8 @@ class Conv2D(Op):
                 dnnl.ARG_DST: builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
         if self.use_bias:
             args[dnnl.ARG_BIAS] = builder.param(f"{self.name}/bias", bias_desc)
+        if affine is not None:
+            args[post_op_arg(0)], args[post_op_arg(1)] = affine
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
         output = args[dnnl.ARG_DST]
 
@@ -135,18 +152,19 @@ class Conv2D(Op):
             grad = output_grad
             if not result.activation_grad_applied_downstream:
                 grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            bwd_w = backward_weights()
-            w_args = {
-                dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
-                                              f"{self.name} input for weights", backward=True),
-                dnnl.ARG_DIFF_DST: builder.reorder(
-                    grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
-                    f"{self.name} gradient for weights", backward=True),
-                dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
-                    f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
-            if self.use_bias:
-                w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
-            builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
+            if builder.wants_grad(f"{self.name}/kernel"):  # not for a frozen layer
+                bwd_w = backward_weights()
+                w_args = {
+                    dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
+                                                  f"{self.name} input for weights", backward=True),
+                    dnnl.ARG_DIFF_DST: builder.reorder(
+                        grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
+                        f"{self.name} gradient for weights", backward=True),
+                    dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
+                        f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
+                if self.use_bias:
+                    w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
+                builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
             if not need_input_grad:
                 return None
             bwd_d = builder.primitive(("conv bwd data", dt, geometry), lambda: PrimitiveDesc(

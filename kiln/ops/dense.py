@@ -96,17 +96,18 @@ class Dense(Op):
 
         def backward(output_grad):
             grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            bwd_w = backward_weights()
-            w_args = {
-                dnnl.ARG_SRC: src,
-                dnnl.ARG_DIFF_DST: builder.reorder(
-                    grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
-                    f"{self.name} gradient for weights", backward=True),
-                dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
-                    f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
-            if self.use_bias:
-                w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
-            builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
+            if builder.wants_grad(f"{self.name}/kernel"):  # not for a frozen layer
+                bwd_w = backward_weights()
+                w_args = {
+                    dnnl.ARG_SRC: src,
+                    dnnl.ARG_DIFF_DST: builder.reorder(
+                        grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
+                        f"{self.name} gradient for weights", backward=True),
+                    dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
+                        f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
+                if self.use_bias:
+                    w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
+                builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
             if not need_input_grad:
                 return None
             def make_backward_data(weights_desc):

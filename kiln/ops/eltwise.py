@@ -35,13 +35,14 @@ def _use_dst_forward_pd(builder, alg, desc):
 
 
 def eltwise_backward(builder, activation, output, output_grad, label):
-    """Add `output_grad *= activation'(output)` (in place) to the backward list.
+    """Add `output_grad *= activation'(output)` (in place where allowed) to the backward list.
 
     Args:
         output: Memory of the activation's forward output.
         output_grad: Memory of the gradient w.r.t. that output, any layout.
     Returns:
-        the Memory holding the gradient w.r.t. the activation's input (same layout as output).
+        the Memory holding the gradient w.r.t. the activation's input (same layout as output):
+        output_grad itself when the builder lets ops overwrite it.
     """
     if activation in IDENTITY:
         return output_grad
@@ -53,10 +54,12 @@ def eltwise_backward(builder, activation, output, output_grad, label):
         "dnnl_eltwise_backward_primitive_desc_create", "eltwise backward",
         f"{activation} {desc}", alg, desc.handle, desc.handle, desc.handle, 0.0, 0.0,
         hint.handle, default_attributes().handle))
+    # in place, unless the plan handed the same gradient buffer to another consumer too
+    input_grad = grad if builder.writable(grad) else builder.allocate(desc)
     builder.add_backward(builder.bind(
-        primitive, {dnnl.ARG_DST: output, dnnl.ARG_DIFF_DST: grad, dnnl.ARG_DIFF_SRC: grad},
+        primitive, {dnnl.ARG_DST: output, dnnl.ARG_DIFF_DST: grad, dnnl.ARG_DIFF_SRC: input_grad},
         f"{label} {activation} backward"))
-    return grad
+    return input_grad
 
 
 def eltwise_forward(builder, activation, source, label):

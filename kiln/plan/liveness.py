@@ -18,6 +18,9 @@ import numpy as np
 from ..binding.library import lib
 from ..binding.memory import ALIGNMENT, Memory, aligned_bytes
 
+# Tests switch reuse off to check that it changes no result.
+REUSE = True
+
 
 def _address_range(storage):
     start = storage.ctypes.data
@@ -90,7 +93,7 @@ def share_buffers(pooled, pinned_ids, calls, kernel_type):
     Returns (arena storage or None, bytes before, bytes after) for the pooled buffers."""
     pinned_ids = set(pinned_ids) | pinned_by_overlap(pooled, calls, kernel_type)
     spans = intervals(pooled, calls)
-    movable = [m for m in pooled if id(m) not in pinned_ids and id(m) in spans]
+    movable = [m for m in pooled if id(m) not in pinned_ids and id(m) in spans] if REUSE else []
     before = sum(m.storage.nbytes for m in pooled)
     kept = sum(m.storage.nbytes for m in pooled if id(m) not in {id(x) for x in movable})
     if not movable:

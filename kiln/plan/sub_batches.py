@@ -50,7 +50,10 @@ def choose(ops, input_dims, itemsize, budget=None):
     budget = BUDGET_BYTES if budget is None else budget
     batch = input_dims[0]
     count, largest = front(ops, input_dims, itemsize)
-    if not any(isinstance(op, Conv2D) for op in ops[:count]) or batch * largest <= budget:
+    # one op alone (a ResNet's first conv before its batch norm) keeps nothing in cache for a
+    # next op: slicing it would only add calls
+    if (count < 2 or not any(isinstance(op, Conv2D) for op in ops[:count])
+            or batch * largest <= budget):
         return 0, batch
     images = max((n for n in range(MIN_IMAGES, batch) if batch % n == 0
                   and n * largest <= budget), default=None)

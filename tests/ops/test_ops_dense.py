@@ -32,13 +32,21 @@ def dense_case(activation, use_bias, data_format, seed=0):
     return x, params, dy, units
 
 
-def reference_fns(activation, use_bias):
+def hwc(x, data_format):
+    """x in channels_last order: Keras flattens (H, W, C) in both data formats."""
+    return x if data_format == CHANNELS_LAST or x.ndim != 4 else x.transpose(0, 2, 3, 1)
+
+
+def reference_fns(activation, use_bias, data_format=CHANNELS_LAST):
     def reference(x64, p64):
-        return dense_reference(x64, p64["dense/kernel"], p64.get("dense/bias"), activation)
+        return dense_reference(hwc(x64, data_format), p64["dense/kernel"], p64.get("dense/bias"),
+                               activation)
 
     def reference_grads(x64, p64, dy64):
-        _, dx, dk, db = dense_reference(x64, p64["dense/kernel"], p64.get("dense/bias"),
-                                        activation, dy64)
+        _, dx, dk, db = dense_reference(hwc(x64, data_format), p64["dense/kernel"],
+                                        p64.get("dense/bias"), activation, dy64)
+        if data_format != CHANNELS_LAST and dx.ndim == 4:
+            dx = dx.transpose(0, 3, 1, 2)
         grads = {"dense/kernel": dk}
         if use_bias:
             grads["dense/bias"] = db
@@ -52,9 +60,9 @@ def reference_fns(activation, use_bias):
                                                  ("sigmoid", False)])
 def test_flatten_dense_4d_input(activation, use_bias, data_format):
     """Dense(Flatten(x)) == x.reshape(N, -1) @ W (+ b) with x and W in Keras layout: the
-    flattened feature order is (H, W, C) for channels_last and (C, H, W) for channels_first."""
+    flattened feature order is (H, W, C) in both formats, as Keras flattens."""
     x, params, dy, units = dense_case(activation, use_bias, data_format)
-    reference, reference_grads = reference_fns(activation, use_bias)
+    reference, reference_grads = reference_fns(activation, use_bias, data_format)
     ops = [Flatten("flatten"), Dense("dense", units, activation, use_bias)]
     result, harness = check_op(ops, x, params, dy, reference, data_format, reference_grads,
                                rtol=1e-5, atol=1e-5, grad_rtol=1e-5, grad_atol=1e-5,
@@ -72,7 +80,7 @@ def test_dense_after_flatten_kernel_round_trips_in_keras_layout(data_format):
     result, harness = run_ops([Flatten("flatten"), Dense("dense", units)], x, params, dy,
                               data_format)
     np.testing.assert_array_equal(harness.get_param("dense/kernel"), params["dense/kernel"])
-    flat = x.reshape(2, -1).astype(np.float64)
+    flat = hwc(x, data_format).reshape(2, -1).astype(np.float64)
     np.testing.assert_allclose(result.param_grads["dense/kernel"], flat.T @ dy, rtol=1e-5,
                                atol=1e-6)
     np.testing.assert_allclose(result.output, flat @ params["dense/kernel"] + params[
@@ -95,7 +103,8 @@ def test_conv_flatten_dense_blocked_input(data_format):
     def reference(x64, p64):
         y = conv2d_reference(x64, p64["conv/kernel"], p64["conv/bias"], activation="tanh",
                              data_format=data_format)
-        return dense_reference(y, p64["dense/kernel"], p64["dense/bias"], "sigmoid")
+        return dense_reference(hwc(y, data_format), p64["dense/kernel"], p64["dense/bias"],
+                               "sigmoid")
 
     dy = rng.normal(size=(3, 7)).astype(np.float32)
     result, harness = check_op(ops, x, params, dy, reference, data_format, rtol=1e-4,
@@ -168,5 +177,6 @@ def test_dense_parameter_dims_tags():
     assert dense.parameter_dims((2, 10)) == {"kernel": ((7, 10), dnnl.ba), "bias": ((7,), dnnl.a)}
     assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_LAST)["kernel"] == ((7, 3, 4, 5),
                                                                           dnnl.cdba)
+    # the same (H, W, C) row order in both formats, as Keras flattens
     assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_FIRST)["kernel"] == ((7, 3, 4, 5),
-                                                                           dnnl.bcda)
+                                                                           dnnl.cdba)

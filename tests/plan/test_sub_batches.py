@@ -153,6 +153,11 @@ def test_sub_batch_gradients_kept_in_another_layout_add_up(monkeypatch):
         model = keras.Sequential([Conv2D(8, 3, activation="relu", input_shape=(12, 12, 1)),
                                   Conv2D(8, 3), Flatten(), Dense(3, activation="softmax")])
         model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.1))
+        # keep the second kernel in its plain Keras layout, so backward-weights (which writes
+        # a blocked one on every CPU) needs the reorder whatever layouts this CPU prefers
+        model._sync()
+        name = f"{model.layers[1].name}/kernel"
+        model.store.value_memory(name, model.store.parameters[name].user_desc)
         return model
 
     rng = np.random.default_rng(4)

@@ -2,16 +2,36 @@
 
 from .activation import Activation
 from .base_layer import Layer
+from .batch_normalization import BatchNormalization
 from .conv2d import Conv2D
 from .dense import Dense
 from .dropout import Dropout
 from .flatten import Flatten
 from .input_layer import Input, InputLayer
+from .merge import (
+                    Add,
+                    Average,
+                    Concatenate,
+                    Maximum,
+                    Minimum,
+                    Multiply,
+                    Subtract,
+                    add,
+                    average,
+                    concatenate,
+                    maximum,
+                    minimum,
+                    multiply,
+                    subtract,
+)
 from .pooling import AveragePooling2D, MaxPooling2D
 
 Convolution2D = Conv2D
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
 
-__all__ = ["Activation", "AveragePooling2D", "AvgPool2D", "Conv2D", "Convolution2D", "Dense",
-           "Dropout", "Flatten", "Input", "InputLayer", "Layer", "MaxPool2D", "MaxPooling2D"]
+__all__ = ["Activation", "Add", "AveragePooling2D", "Average", "AvgPool2D",
+           "BatchNormalization", "Concatenate", "Conv2D", "Convolution2D", "Dense", "Dropout",
+           "Flatten", "Input", "InputLayer", "Layer", "MaxPool2D", "MaxPooling2D", "Maximum",
+           "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
+           "minimum", "multiply", "subtract"]

@@ -10,7 +10,7 @@ Every model owns one ParameterStore holding its layers' weights; plans are cache
 """
 
 from ...binding import constants as dnnl
-from ...graph.fusion import RULES, fuse
+from ...graph.fusion import INFERENCE_RULES, RULES, fuse
 from ...graph.symbolic import SymbolicTensor
 from ...graph.topology import Graph
 from ...plan.parameters import ParameterStore
@@ -178,7 +178,8 @@ class Model(Trainer, Layer):
         plan = self._plans.get(key)
         if plan is None:
             data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
-            graph = fuse(self.graph, self._plan_rules)
+            rules = self._plan_rules if training else self._plan_rules + INFERENCE_RULES
+            graph = fuse(self.graph, rules)
             if training:
                 plan = StepPlan(graph, batch_size, self.store, self.loss_head,
                                 self.optimizer.make_updater(), data_type=data_type)

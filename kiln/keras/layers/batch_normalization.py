@@ -1,0 +1,116 @@
+"""BatchNormalization layer (`keras.layers.BatchNormalization`).
+
+Planned on oneDNN's batch-normalization primitive (kiln/ops/batch_norm.py): batch statistics in
+training, the moving ones in evaluate/predict, and in training too when the layer is frozen
+(`trainable=False`), as Keras 3 does. A following relu is fused into it when nothing else
+reads the normalized tensor.
+"""
+
+import copy
+
+from ... import ops
+from ...graph.symbolic import apply
+from .. import initializers
+from .base_layer import Layer, is_integer
+
+
+class BatchNormalization(Layer):
+    """Args (Keras 3 names and defaults):
+        axis: the channel axis: -1 (channels_last or (batch, features)) or 1 (channels_first).
+        momentum: 0.99; epsilon: 1e-3; center (beta), scale (gamma): True.
+        beta_initializer 'zeros', gamma_initializer 'ones', moving_mean_initializer 'zeros',
+        moving_variance_initializer 'ones'.
+    Keras 2 arguments `fused` (an implementation choice) is accepted; regularizers,
+    constraints, renorm, virtual batches and synchronized statistics raise: kiln does not
+    have them yet.
+
+    Call arguments: training=False runs this call in inference mode (moving statistics).
+    """
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones",
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, synchronized=False, renorm=False, renorm_clipping=None,
+                 renorm_momentum=0.99, fused=None, virtual_batch_size=None, adjustment=None,
+                 **kwargs):
+        super().__init__(**kwargs)
+        unsupported = {"beta_regularizer": beta_regularizer,
+                       "gamma_regularizer": gamma_regularizer,
+                       "beta_constraint": beta_constraint, "gamma_constraint": gamma_constraint,
+                       "renorm_clipping": renorm_clipping,
+                       "virtual_batch_size": virtual_batch_size, "adjustment": adjustment}
+        for argument, value in unsupported.items():
+            if value is not None:
+                raise ValueError(f"{self.context}: argument {argument} is not supported yet, "
+                                 f"expected None, got {value!r}")
+        for argument, value in (("synchronized", synchronized), ("renorm", renorm)):
+            if value:
+                raise ValueError(f"{self.context}: argument {argument} is not supported yet, "
+                                 f"expected False, got {value!r}")
+        if isinstance(axis, (list, tuple)) and len(axis) == 1:
+            axis = axis[0]
+        if not is_integer(axis):
+            raise ValueError(f"{self.context}: argument axis must be the channel axis (-1 or "
+                             f"1), got {axis!r}")
+        self.axis = int(axis)
+        self.momentum, self.epsilon = float(momentum), float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = initializers.get(beta_initializer, self.context)
+        self.gamma_initializer = initializers.get(gamma_initializer, self.context)
+        self.moving_mean_initializer = initializers.get(moving_mean_initializer, self.context)
+        self.moving_variance_initializer = initializers.get(moving_variance_initializer,
+                                                            self.context)
+        self.op = ops.BatchNorm(self.name, self.epsilon, self.momentum, self.center,
+                                self.scale)
+        # the op of calls made with training=False: always the moving statistics
+        self._inference_op = copy.copy(self.op)
+        self._inference_op.frozen = True
+
+    def _check_axis(self, tensor):
+        """The axis must be the channels: for a 4D input it fixes the data format."""
+        rank = len(tensor.shape)
+        axis = self.axis + rank if self.axis < 0 else self.axis
+        if rank == 2 and axis == 1:
+            return
+        if rank == 4 and axis in (1, 3):
+            tensor.read_as("channels_first" if axis == 1 else "channels_last", self.context)
+            return
+        raise ValueError(f"{self.context}: argument axis must be the channel axis of the "
+                         f"input of shape {tensor.shape} (-1 for channels_last or "
+                         f"(batch, features), 1 for channels_first), got {self.axis}")
+
+    def build(self, input_shape):
+        self._check_axis(self._input_tensor)
+        dims = self._input_tensor.dims
+        channels = dims[1]
+        parameters = self.op.parameter_dims(dims)
+        state = self.op.state_dims(dims)
+        if self.scale:
+            self.gamma = self.add_weight("gamma", (channels,), self.gamma_initializer,
+                                         *parameters["gamma"])
+        if self.center:
+            self.beta = self.add_weight("beta", (channels,), self.beta_initializer,
+                                        *parameters["beta"])
+        self.moving_mean = self.add_weight("moving_mean", (channels,),
+                                           self.moving_mean_initializer,
+                                           *state["moving_mean"], trainable=False)
+        self.moving_variance = self.add_weight("moving_variance", (channels,),
+                                               self.moving_variance_initializer,
+                                               *state["moving_variance"], trainable=False)
+
+    def call(self, inputs, training=None):
+        self._check_axis(inputs)
+        # training=True asks for batch statistics: that is what training plans use anyway
+        return apply(self._inference_op if training is False else self.op, inputs)
+
+    def set_frozen(self, frozen):
+        self.op.frozen = frozen
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
+                "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
+                "beta_initializer": self.beta_initializer.__name__,
+                "gamma_initializer": self.gamma_initializer.__name__,
+                "moving_mean_initializer": self.moving_mean_initializer.__name__,
+                "moving_variance_initializer": self.moving_variance_initializer.__name__}

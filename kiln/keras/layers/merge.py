@@ -1,0 +1,153 @@
+"""Merge layers (`keras.layers.Add`, `Subtract`, `Multiply`, `Average`, `Maximum`, `Minimum`,
+`Concatenate`) and their functional forms (`keras.layers.add(...)`, ...).
+
+Each is one engine op over its list of inputs (kiln/ops/merge.py, concatenate.py): oneDNN
+`binary`, `sum` and `concat` in the layout the inputs already have. A relu after an Add (a
+residual block's) is fused into it when nothing else reads the sum.
+"""
+
+from ... import ops
+from ...graph.symbolic import apply
+from .base_layer import Layer, is_integer
+
+
+def _producer(tensor):
+    history = tensor._keras_history
+    return f"'{history[0].name}'" if history is not None else f"'{tensor.name}'"
+
+
+class _Merge(Layer):
+    """Shared checks: a list of at least two tensors of one shape, in one data format."""
+
+    op_class = None
+    exact_inputs = None
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.op = self.op_class(self.name)
+
+    def _check_inputs(self, inputs):
+        if not isinstance(inputs, (list, tuple)):
+            raise ValueError(f"{self.context}: expects a list of tensors, got {inputs!r}")
+        count = len(inputs)
+        if count < 2 or (self.exact_inputs is not None and count != self.exact_inputs):
+            wanted = (f"exactly {self.exact_inputs}" if self.exact_inputs is not None
+                      else "at least 2")
+            raise ValueError(f"{self.context}: expects {wanted} inputs, got {count}")
+        formats = {t.data_format for t in inputs if len(t.dims) == 4 and t._format_fixed}
+        if len(formats) > 1:
+            raise ValueError(f"{self.context}: inputs mix data formats "
+                             + ", ".join(f"{_producer(t)} {t.data_format}" for t in inputs))
+        for tensor in inputs:
+            if formats:
+                tensor.read_as(next(iter(formats)), self.context)
+        return list(inputs)
+
+    def _check_shapes(self, inputs, skip_axis=None):
+        first = inputs[0]
+        for other in inputs[1:]:
+            a, b = first.shape, other.shape
+            same = len(a) == len(b) and all(
+                x == y or i in (0, skip_axis) for i, (x, y) in enumerate(zip(a, b, strict=False)))
+            if not same:
+                where = "" if skip_axis is None else " except on the concatenation axis"
+                raise ValueError(
+                    f"{self.context}: inputs must have the same shape{where}, got "
+                    f"{a} from {_producer(first)} and {b} from {_producer(other)}")
+
+    def build(self, input_shape):
+        pass
+
+    def call(self, inputs):
+        inputs = self._check_inputs(inputs)
+        self._check_shapes(inputs)
+        return apply(self.op, inputs)
+
+
+class Add(_Merge):
+    """Element-wise sum of its inputs (ResNet shortcuts): `Add()([x, y])`."""
+
+    op_class = ops.Add
+
+
+class Subtract(_Merge):
+    """`Subtract()([a, b])` = a - b (exactly two inputs)."""
+
+    op_class = ops.Subtract
+    exact_inputs = 2
+
+
+class Multiply(_Merge):
+    """Element-wise product of its inputs."""
+
+    op_class = ops.Multiply
+
+
+class Average(_Merge):
+    """Element-wise mean of its inputs."""
+
+    op_class = ops.Average
+
+
+class Maximum(_Merge):
+    """Element-wise maximum of its inputs."""
+
+    op_class = ops.Maximum
+
+
+class Minimum(_Merge):
+    """Element-wise minimum of its inputs."""
+
+    op_class = ops.Minimum
+
+
+class Concatenate(_Merge):
+    """Joins its inputs along `axis` (default -1: the channels under channels_last, the
+    features of (batch, features)); all other axes must agree."""
+
+    def __init__(self, axis=-1, **kwargs):
+        Layer.__init__(self, **kwargs)
+        if not is_integer(axis):
+            raise ValueError(f"{self.context}: argument axis must be an int, got {axis!r}")
+        self.axis = int(axis)
+
+    def call(self, inputs):
+        inputs = self._check_inputs(inputs)
+        rank = len(inputs[0].shape)
+        axis = self.axis + rank if self.axis < 0 else self.axis
+        if not 0 < axis < rank:
+            raise ValueError(f"{self.context}: argument axis must be a non-batch axis of the "
+                             f"inputs of shape {inputs[0].shape}, got {self.axis}")
+        self._check_shapes(inputs, skip_axis=axis)
+        if any(t.flattened for t in inputs):
+            raise ValueError(f"{self.context}: concatenating flattened tensors is not "
+                             "supported yet; concatenate before the Flatten")
+        logical = axis
+        if rank == 4 and inputs[0].data_format == "channels_last":
+            logical = {1: 2, 2: 3, 3: 1}[axis]  # Keras (N, H, W, C) -> oneDNN (N, C, H, W)
+        return apply(ops.Concatenate(self.name, logical), inputs)
+
+    def get_config(self):
+        return {**super().get_config(), "axis": self.axis}
+
+
+def _functional(layer_class, doc):
+    def merge(inputs, **kwargs):
+        return layer_class(**kwargs)(inputs)
+
+    merge.__name__ = merge.__qualname__ = layer_class.__name__.lower()
+    merge.__doc__ = doc
+    return merge
+
+
+add = _functional(Add, "`add([x, y])`: Add()([x, y]).")
+subtract = _functional(Subtract, "`subtract([a, b])`: Subtract()([a, b]).")
+multiply = _functional(Multiply, "`multiply([x, y])`: Multiply()([x, y]).")
+average = _functional(Average, "`average([x, y])`: Average()([x, y]).")
+maximum = _functional(Maximum, "`maximum([x, y])`: Maximum()([x, y]).")
+minimum = _functional(Minimum, "`minimum([x, y])`: Minimum()([x, y]).")
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    """`concatenate([x, y], axis=-1)`: Concatenate(axis)([x, y])."""
+    return Concatenate(axis=axis, **kwargs)(inputs)
