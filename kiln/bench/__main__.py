@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from . import harness
-from .models import MODELS, training_flops
+from .models import MODELS, built, training_flops
 from .peak import sgemm_gflops
 from .peers import FRAMEWORKS
 
@@ -42,8 +42,7 @@ def command_train(args):
         plan.train_step()
         times.append((time.perf_counter() - start) * 1e3)
     peak = max(peak_before, sgemm_gflops())
-    model, _, batch = MODELS[args.model](args.format)
-    model.build()
+    model, batch = built(args.model, args.format)
     flops = training_flops(model, batch)
     times = np.array(times)
     median = float(np.median(times))

@@ -3,7 +3,9 @@
 Each framework lives in its own worker process; the harness walks the configurations
 `repeats` times and, inside each configuration, asks every framework in turn (rotating the
 order), so slow drifts of a shared machine hit everyone alike. Matmul peaks are measured in
-this process before and after. Results: a table on stdout and a JSON file.
+this process before and after. Results: a table on stdout and a JSON file. "Best peer" of a
+configuration is the fastest of every peer framework, default and best documented
+configurations (torch-compile, keras-tensorflow-onednn) alike, and is named.
 """
 
 import json
@@ -17,7 +19,7 @@ import numpy as np
 
 from . import models
 from .peak import bf16_matmul_gflops, sgemm_gflops
-from .peers import FRAMEWORKS, installed
+from .peers import FRAMEWORKS, installed, is_peer
 
 
 class Worker:
@@ -39,14 +41,17 @@ class Worker:
         self.process.wait(timeout=60)
 
 
-def model_flops():
-    """GFLOP per training step and per inference batch of each benchmark model."""
+def model_flops(model_names=None):
+    """GFLOP per training step and per inference batch of each benchmark model, counted on
+    kiln's copy; {"error": why} for a model kiln can not build (its rows then have no GFLOP/s)."""
     flops = {}
-    for name, build in models.MODELS.items():
-        model, _, batch = build("channels_last")
-        model.build()
-        flops[name] = {"train": models.training_flops(model, batch) / 1e9,
-                       "infer": models.inference_flops(model, batch) / 1e9}
+    for name in model_names or models.MODELS:
+        try:
+            model, batch = models.built(name)
+            flops[name] = {"train": models.training_flops(model, batch) / 1e9,
+                           "infer": models.inference_flops(model, batch) / 1e9}
+        except Exception as error:
+            flops[name] = {"error": f"kiln can not build it ({type(error).__name__}: {error})"}
     return flops
 
 
@@ -67,6 +72,7 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
     configs = list(product(model_names, modes, formats, precisions))
     samples = {}
     notes = {}
+    setup_seconds = {}
     started = time.time()
     kiln_details = {}
     try:
@@ -87,6 +93,8 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
                     key = (framework, *config)
                     if "times_ms" in answer:
                         samples.setdefault(key, []).append(answer["times_ms"])
+                        if answer.get("setup_s"):  # model building / compiling, first call
+                            setup_seconds[key] = answer["setup_s"]
                     else:
                         notes[key] = answer.get("unsupported") or answer.get("error")
             print(f"repeat {repeat + 1}/{repeats} done ({time.time() - started:.0f} s)",
@@ -107,21 +115,28 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
     return build_report(samples, notes, status, peaks, peaks_before, peaks_after,
                         dict(models=model_names, formats=formats, modes=modes,
                              precisions=precisions, repeats=repeats, steps=steps,
-                             warmup=warmup), json_path, kiln_details)
+                             warmup=warmup), json_path, kiln_details, setup_seconds)
 
 
 def build_report(samples, notes, status, peaks, peaks_before, peaks_after, settings, json_path,
-                 kiln_details):
-    flops = model_flops()
+                 kiln_details, setup_seconds=None):
+    flops = model_flops(sorted({key[1] for key in samples}))
+    notes = dict(notes)
+    for model, counts in flops.items():
+        if "error" in counts:
+            notes[(model, "GFLOP count")] = counts["error"]
     rows = []
     for key, times in sorted(samples.items()):
         framework, model, mode, data_format, precision = key
         stats = summarize(times)
-        gflops = flops[model][mode] / (stats["median_ms"] / 1e3)
+        work = flops[model].get(mode)
+        gflops = None if work is None else work / (stats["median_ms"] / 1e3)
         stats.update(framework=framework, model=model, mode=mode, format=data_format,
-                     precision=precision, gflop_per_step=flops[model][mode], gflops=gflops,
-                     pct_f32_peak=100 * gflops / peaks["f32"],
-                     pct_bf16_peak=100 * gflops / peaks["bf16"] if peaks["bf16"] else None)
+                     precision=precision, gflop_per_step=work, gflops=gflops,
+                     pct_f32_peak=None if gflops is None else 100 * gflops / peaks["f32"],
+                     pct_bf16_peak=100 * gflops / peaks["bf16"]
+                     if gflops is not None and peaks["bf16"] else None,
+                     setup_s=(setup_seconds or {}).get(key))
         rows.append(stats)
     by_config = {}
     for row in rows:
@@ -136,6 +151,7 @@ def build_report(samples, notes, status, peaks, peaks_before, peaks_after, setti
     report = {"settings": settings, "peaks_gflops": peaks, "peaks_before": peaks_before,
               "peaks_after": peaks_after, "frameworks": status,
               "notes": {" ".join(k): v for k, v in notes.items()}, "results": rows,
+              "best_peers": best_peers(rows),
               "kiln": kiln_details,
               "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]}}
     os.makedirs(os.path.dirname(os.path.abspath(json_path)), exist_ok=True)
@@ -144,12 +160,57 @@ def build_report(samples, notes, status, peaks, peaks_before, peaks_after, setti
     return report
 
 
+def best_peers(rows):
+    """Per configuration, the fastest peer over every peer framework, default and best
+    documented configurations alike: the lowest median and the fastest single step, each named,
+    and kiln's median over each."""
+    by_config = {}
+    for row in rows:
+        by_config.setdefault((row["model"], row["mode"], row["format"], row["precision"]),
+                             []).append(row)
+    best = []
+    for (model, mode, data_format, precision), entries in sorted(by_config.items()):
+        peers = [row for row in entries if is_peer(row["framework"])]
+        if not peers:
+            continue
+        by_median = min(peers, key=lambda row: row["median_ms"])
+        by_step = min(peers, key=lambda row: row["best_ms"])
+        kiln = next((row for row in entries if row["framework"] == "kiln"), None)
+        kiln_ms = None if kiln is None else kiln["median_ms"]
+        best.append({
+            "model": model, "mode": mode, "format": data_format, "precision": precision,
+            "framework": by_median["framework"], "median_ms": by_median["median_ms"],
+            "fastest_step_framework": by_step["framework"], "fastest_step_ms": by_step["best_ms"],
+            "kiln_median_ms": kiln_ms,
+            "kiln_over_best_peer_median": None if kiln is None
+            else kiln_ms / by_median["median_ms"],
+            "kiln_over_fastest_peer_step": None if kiln is None
+            else kiln_ms / by_step["best_ms"]})
+    return best
+
+
+def _ratio(value):
+    return "" if value is None else f"{value:.2f}"
+
+
+def best_peer_line(entry):
+    """One line of the best-peer summary."""
+    text = (f"best peer {entry['model']} {entry['mode']} {entry['format']} "
+            f"{entry['precision']}: {entry['framework']} median {entry['median_ms']:.1f} ms, "
+            f"fastest step {entry['fastest_step_framework']} {entry['fastest_step_ms']:.1f} ms")
+    if entry["kiln_median_ms"] is not None:
+        text += (f"; kiln {entry['kiln_median_ms']:.1f} ms = "
+                 f"{_ratio(entry['kiln_over_best_peer_median'])}x / "
+                 f"{_ratio(entry['kiln_over_fastest_peer_step'])}x")
+    return text
+
+
 def format_table(report):
     lines = []
     peaks = report["peaks_gflops"]
     bf16 = f"{peaks['bf16']:.0f}" if peaks["bf16"] else "n/a"
     lines.append(f"matmul peaks (same run): f32 {peaks['f32']:.0f} GFLOP/s, bf16 {bf16} GFLOP/s")
-    header = (f"{'model':<12}{'mode':<6}{'format':<15}{'prec':<5}{'framework':<17}"
+    header = (f"{'model':<12}{'mode':<6}{'format':<15}{'prec':<5}{'framework':<24}"
               f"{'median':>8}{'best':>8}{'p10-p90':>14}{'kiln/med':>9}{'kiln/best':>10}"
               f"{'GFLOP/s':>9}{'%f32':>6}{'%bf16':>6}")
     lines.append(header)
@@ -157,18 +218,22 @@ def format_table(report):
     for row in report["results"]:
         ratio_median = row.get("kiln_over_peer_median")
         ratio_best = row.get("kiln_over_peer_best")
-        pct_bf16 = row["pct_bf16_peak"]
+        gflops, pct_f32, pct_bf16 = row["gflops"], row["pct_f32_peak"], row["pct_bf16_peak"]
         lines.append(
             f"{row['model']:<12}{row['mode']:<6}{row['format']:<15}{row['precision']:<5}"
-            f"{row['framework']:<17}{row['median_ms']:>8.1f}{row['best_ms']:>8.1f}"
+            f"{row['framework']:<24}{row['median_ms']:>8.1f}{row['best_ms']:>8.1f}"
             f"{row['p10_ms']:>7.1f}-{row['p90_ms']:<6.1f}"
-            f"{'' if ratio_median is None else f'{ratio_median:.2f}':>9}"
-            f"{'' if ratio_best is None else f'{ratio_best:.2f}':>10}"
-            f"{row['gflops']:>9.0f}{row['pct_f32_peak']:>6.1f}"
+            f"{_ratio(ratio_median):>9}{_ratio(ratio_best):>10}"
+            f"{'n/a' if gflops is None else f'{gflops:.0f}':>9}"
+            f"{'' if pct_f32 is None else f'{pct_f32:.1f}':>6}"
             f"{'' if pct_bf16 is None else f'{pct_bf16:.0f}':>6}")
+    for entry in report.get("best_peers", []):
+        lines.append(best_peer_line(entry))
     for name, detail in report["kiln"].items():
         if isinstance(detail, dict) and "calls_ms" in detail:
             lines.append(f"kiln {name}: {step_efficiency(detail)}")
+        elif isinstance(detail, dict):
+            lines.append(f"kiln {name}: {detail.get('error') or detail}")
         elif detail is not None:
             lines.append(f"kiln {name}: {detail:.2f}")
     for framework, reason in report["frameworks"].items():
@@ -221,12 +286,26 @@ def markdown(report):
                                                          r["format"], r["framework"])):
         ratio = row.get("kiln_over_peer_median")
         ratio_best = row.get("kiln_over_peer_best")
+        gflops, pct_f32 = row["gflops"], row["pct_f32_peak"]
         out.append(f"| {row['model']} | {row['mode']} | {row['format']} | {row['precision']} | "
                    f"{row['framework']} | {row['median_ms']:.1f} | {row['best_ms']:.1f} | "
                    f"{row['p10_ms']:.1f}-{row['p90_ms']:.1f} | "
-                   f"{'' if ratio is None else f'{ratio:.2f}'} | "
-                   f"{'' if ratio_best is None else f'{ratio_best:.2f}'} | "
-                   f"{row['gflops']:.0f} | {row['pct_f32_peak']:.1f} |")
+                   f"{_ratio(ratio)} | {_ratio(ratio_best)} | "
+                   f"{'n/a' if gflops is None else f'{gflops:.0f}'} | "
+                   f"{'n/a' if pct_f32 is None else f'{pct_f32:.1f}'} |")
+    if report.get("best_peers"):
+        out += ["", "Best peer of each configuration, over every peer framework (defaults and "
+                "best documented configurations):", "",
+                "| model | mode | format | precision | best peer (median) | median ms "
+                "| fastest peer step | ms | kiln median ms | kiln / best peer median "
+                "| kiln / fastest peer step |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for e in report["best_peers"]:
+            kiln = "" if e["kiln_median_ms"] is None else f"{e['kiln_median_ms']:.1f}"
+            out.append(f"| {e['model']} | {e['mode']} | {e['format']} | {e['precision']} | "
+                       f"{e['framework']} | {e['median_ms']:.1f} | "
+                       f"{e['fastest_step_framework']} | {e['fastest_step_ms']:.1f} | {kiln} | "
+                       f"{_ratio(e['kiln_over_best_peer_median'])} | "
+                       f"{_ratio(e['kiln_over_fastest_peer_step'])} |")
     for name, detail in report["kiln"].items():
         if not (isinstance(detail, dict) and "calls_ms" in detail):
             continue

@@ -1,25 +1,210 @@
 """The benchmark harness runs end to end (plumbing, not speed: speed lives in its output)."""
 
+import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
-from kiln.bench import harness
-from kiln.bench.models import MODELS, inference_flops, training_flops
-from kiln.bench.peers import installed
+from kiln import keras
+from kiln.bench import harness, models, worker
+from kiln.bench.models import built, forward_flops_per_layer, inference_flops, training_flops
+from kiln.bench.peers import FRAMEWORKS, REQUIRED_MODULES, Framework, installed, synthetic
+
+FLOPS = [("mnist_cnn", 9.160, 3.070), ("cifar10_cnn", 3.926, 1.327),
+         ("resnet20", 31.231, 10.448)]
 
 
-@pytest.mark.parametrize("name, train_gflop, infer_gflop",
-                         [("mnist_cnn", 9.160, 3.070), ("cifar10_cnn", 3.926, 1.327)])
+@pytest.mark.parametrize("name, train_gflop, infer_gflop", FLOPS)
 def test_model_flop_counts(name, train_gflop, infer_gflop):
+    if name == "resnet20" and not hasattr(keras.layers, "BatchNormalization"):
+        pytest.skip("kiln.keras has no BatchNormalization / functional Model yet")
     for data_format in ("channels_last", "channels_first"):
-        model, _, batch = MODELS[name](data_format)
-        model.build()
+        model, batch = built(name, data_format)
         assert training_flops(model, batch) / 1e9 == pytest.approx(train_gflop, abs=5e-4)
         assert inference_flops(model, batch) / 1e9 == pytest.approx(infer_gflop, abs=5e-4)
+
+
+def test_flops_of_functional_layers():
+    """Layers without output_shape (Keras 3, kiln's functional API) count by output.shape,
+    in each conv's own data_format; layers without a kernel are skipped."""
+    def conv(shape, kernel, data_format):
+        return SimpleNamespace(kernel=SimpleNamespace(shape=kernel), data_format=data_format,
+                               output=SimpleNamespace(shape=shape))
+
+    model = SimpleNamespace(layers=[
+        SimpleNamespace(name="input_layer"),
+        conv((None, 16, 16, 8), (3, 3, 4, 8), "channels_last"),
+        conv((None, 8, 16, 16), (1, 1, 8, 8), "channels_first"),
+        SimpleNamespace(kernel=None),
+        SimpleNamespace(kernel=SimpleNamespace(shape=(8, 10)), output_shape=None,
+                        output=SimpleNamespace(shape=(None, 10)))])
+    assert forward_flops_per_layer(model, 2) == [2.0 * 2 * 288 * 256, 2.0 * 2 * 64 * 256,
+                                                 2.0 * 2 * 80]
+    assert training_flops(model, 2) == pytest.approx(
+        2 * 2.0 * 2 * 288 * 256 + 3 * (2.0 * 2 * 64 * 256 + 2.0 * 2 * 80))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None
+                    or importlib.util.find_spec("keras") is None, reason="needs keras + jax")
+def test_keras3_resnet20_is_resnet20_v1_and_counts_like_kiln():
+    """The Keras 3 peer's resnet20 (JAX backend, in its own process) has ResNet20 v1's
+    274,442 parameters and the GFLOP count of kiln's copy."""
+    script = ("import json, keras\n"
+              "from kiln.bench.models import inference_flops, training_flops\n"
+              "from kiln.bench.peers import keras3_runner\n"
+              "out = {}\n"
+              "for f in ('channels_last', 'channels_first'):\n"
+              "    m = keras3_runner._model(keras, 'resnet20', f)\n"
+              "    out[f] = [m.count_params(), training_flops(m, 128) / 1e9,\n"
+              "              inference_flops(m, 128) / 1e9, list(m.output.shape)]\n"
+              "print(json.dumps(out))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    for params, train, infer, shape in counts.values():
+        assert params == 274442 and shape == [None, 10]
+        assert train == pytest.approx(31.231, abs=5e-4)
+        assert infer == pytest.approx(10.448, abs=5e-4)
+
+
+AGREE = """
+import numpy as np, keras, torch
+from kiln.bench.peers import keras3_runner, synthetic, torch_runner
+keras_net = keras3_runner._model(keras, "resnet20", "channels_first")
+torch_net = torch_runner._resnet20(torch).eval()
+def creation_order(layer):  # Keras 3 lists layers in graph order, torch in creation order
+    base, _, n = layer.name.rpartition("_")
+    return (type(layer).__name__, base or layer.name, int(n) if n.isdigit() else 0)
+kinds = {torch.nn.Conv2d: 0, torch.nn.BatchNorm2d: 1, torch.nn.Linear: 2}
+ours = sorted((m for m in torch_net.modules() if type(m) in kinds), key=lambda m: kinds[type(m)])
+theirs = sorted((layer for layer in keras_net.layers if layer.weights), key=lambda layer: (
+    {"Conv2D": 0, "BatchNormalization": 1, "Dense": 2}[type(layer).__name__],
+    creation_order(layer)))
+rng = np.random.default_rng(0)
+for layer, module in zip(theirs, ours, strict=True):
+    w = [rng.normal(0, (1 / np.prod(v.shape[:-1])) ** 0.5 if len(v.shape) > 1 else 0.1,
+                    v.shape).astype("float32") for v in layer.weights]
+    if len(w) == 4:
+        w[0] += 1; w[3] = abs(w[3]) + 1
+    layer.set_weights(w)
+    if len(w) == 4:
+        tensors = w
+    else:
+        tensors = [w[0].transpose(3, 2, 0, 1) if w[0].ndim == 4 else w[0].T, w[1]]
+    names = ["weight", "bias", "running_mean", "running_var"]
+    with torch.no_grad():
+        for name, value in zip(names, tensors):
+            getattr(module, name).copy_(torch.from_numpy(np.ascontiguousarray(value)))
+x = synthetic.batch("resnet20", "channels_first")[0][:8]
+with torch.no_grad():
+    ours = torch.softmax(torch_net(torch.from_numpy(x)), 1).numpy()
+print(float(np.abs(np.asarray(keras_net.predict_on_batch(x)) - ours).max()))
+"""
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("torch", "jax", "keras")),
+                    reason="needs torch, keras and jax")
+def test_torch_and_keras3_resnet20_compute_the_same():
+    """Same weights, same outputs: the PyTorch copy has Keras' 'same' padding of strided convs
+    (a symmetric padding is off by about 1e-2 here) and Keras' BatchNormalization."""
+    result = subprocess.run([sys.executable, "-c", AGREE], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout.strip().splitlines()[-1]) < 1e-5
+
+
+def test_resnet20_synthetic_batch():
+    for data_format, shape in [("channels_last", (128, 32, 32, 3)),
+                               ("channels_first", (128, 3, 32, 32))]:
+        x, y = synthetic.batch("resnet20", data_format)
+        assert x.shape == shape and y.shape == (128, 10) and x.dtype == y.dtype == "float32"
+
+
+def test_frameworks_table():
+    assert set(FRAMEWORKS) == set(REQUIRED_MODULES) == {
+        "kiln", "keras-tensorflow", "keras-tensorflow-onednn", "keras-jax", "torch",
+        "torch-compile"}
+    for spec in FRAMEWORKS.values():
+        assert importlib.util.find_spec(spec.module) is not None
+    assert FRAMEWORKS["torch-compile"].module == FRAMEWORKS["torch"].module
+    assert FRAMEWORKS["torch-compile"].options == {"compile": True}
+    assert FRAMEWORKS["torch"].options == {}
+    assert FRAMEWORKS["keras-tensorflow-onednn"].module == FRAMEWORKS["keras-tensorflow"].module
+    assert REQUIRED_MODULES["torch-compile"] == ["torch"]
+    assert REQUIRED_MODULES["keras-tensorflow-onednn"] == ["keras", "tensorflow"]
+
+
+def test_worker_sets_each_frameworks_environment():
+    env = {"TF_ENABLE_ONEDNN_OPTS": "1", "KERAS_BACKEND": "jax"}
+    worker.configure_environment("keras-tensorflow", env)  # the default: TensorFlow decides
+    assert env["KERAS_BACKEND"] == "tensorflow" and "TF_ENABLE_ONEDNN_OPTS" not in env
+    worker.configure_environment("keras-tensorflow-onednn", env)
+    assert env["KERAS_BACKEND"] == "tensorflow" and env["TF_ENABLE_ONEDNN_OPTS"] == "1"
+    env = {}
+    worker.configure_environment("keras-jax", env)
+    assert env["KERAS_BACKEND"] == "jax" and env["TF_CPP_MIN_LOG_LEVEL"] == "2"
+    env = {}
+    worker.configure_environment("torch-compile", env)
+    assert "KERAS_BACKEND" not in env
+
+
+def test_worker_error_summary_drops_embedded_tracebacks():
+    message = "Graph execution error:\n\n" + "  File x, line 1\n\n" * 30 + (
+        "The Conv2D op only supports NHWC.\n\t [[{{node conv}}]]")
+    summary = worker.error_summary(RuntimeError(message))
+    assert summary == ("RuntimeError: Graph execution error: ... The Conv2D op only supports "
+                       "NHWC. [[{{node conv}}]]")
+    assert worker.error_summary(ValueError("short")) == "ValueError: short"
+    assert len(worker.error_summary(ValueError("x" * 1000))) == 400
+
+
+def _times(ms):
+    return [[ms, ms + 1.0, ms + 2.0]]
+
+
+def test_best_peer_is_the_fastest_of_every_variant(tmp_path, monkeypatch):
+    def cannot_build(data_format):
+        raise AttributeError("no BatchNormalization")
+
+    monkeypatch.setitem(models.MODELS, "not_yet", cannot_build)
+    config = ("mnist_cnn", "train", "channels_last", "f32")
+    samples = {("kiln", *config): _times(30.0), ("torch", *config): _times(90.0),
+               ("torch-compile", *config): _times(60.0),
+               ("keras-tensorflow", *config): [[50.0, 70.0, 70.0, 70.0]],
+               ("keras-tensorflow-onednn", *config): _times(65.0),
+               ("torch", "not_yet", "infer", "channels_first", "f32"): _times(8.0),
+               ("torch-compile", "not_yet", "infer", "channels_first", "f32"): _times(6.0)}
+    report = harness.build_report(samples, {}, {}, {"f32": 300.0, "bf16": None},
+                                  {"f32": 300.0, "bf16": None}, {"f32": 290.0, "bf16": None},
+                                  {}, str(tmp_path / "run.json"), {})
+    mnist, not_yet = sorted(report["best_peers"], key=lambda e: e["model"])
+    assert mnist["framework"] == "torch-compile" and mnist["median_ms"] == 61.0
+    assert mnist["fastest_step_framework"] == "keras-tensorflow"
+    assert mnist["fastest_step_ms"] == 50.0
+    assert mnist["kiln_over_best_peer_median"] == pytest.approx(31.0 / 61.0)
+    assert mnist["kiln_over_fastest_peer_step"] == pytest.approx(31.0 / 50.0)
+    assert not_yet["framework"] == "torch-compile" and not_yet["kiln_median_ms"] is None
+    assert json.loads((tmp_path / "run.json").read_text())["best_peers"] == report["best_peers"]
+    rows = {(r["framework"], r["model"]): r for r in report["results"]}
+    assert rows["kiln", "mnist_cnn"]["gflops"] == pytest.approx(9.160 / 0.031, rel=1e-3)
+    assert rows["torch", "not_yet"]["gflops"] is None
+    assert "kiln can not build it" in report["notes"]["not_yet GFLOP count"]
+    table = harness.format_table(report)
+    assert "best peer mnist_cnn train channels_last f32: torch-compile median 61.0 ms" in table
+    assert "fastest step keras-tensorflow 50.0 ms; kiln 31.0 ms = 0.51x / 0.62x" in table
+    assert "keras-tensorflow-onednn" in table and " n/a " in table
+    text = harness.markdown(report)
+    assert "| mnist_cnn | train | channels_last | f32 | torch-compile | 61.0 |" in text
+    assert ("| not_yet | infer | channels_first | f32 | torch-compile | 7.0 | 6.0 | 6.2-7.8 "
+            "|  |  | n/a | n/a |") in text
+    assert ("| not_yet | infer | channels_first | f32 | torch-compile | 7.0 | torch-compile "
+            "| 6.0 |  |  |  |") in text
 
 
 def test_train_command_last_line():
@@ -66,7 +251,7 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
 
 
 def test_installed_names_the_missing_module(monkeypatch):
-    monkeypatch.setitem(harness.FRAMEWORKS, "nothing", ("nowhere", None))
+    monkeypatch.setitem(harness.FRAMEWORKS, "nothing", Framework("nowhere", {}, {}))
     from kiln.bench import peers
     monkeypatch.setitem(peers.REQUIRED_MODULES, "nothing", ["no_such_module_kiln"])
     assert "no_such_module_kiln" in installed("nothing")

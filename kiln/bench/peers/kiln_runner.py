@@ -28,7 +28,8 @@ def build(model, data_format, precision):
 def prepare(model, data_format, mode, precision):
     keras_model, batch = build(model, data_format, precision)
     x, y = synthetic.batch(model, data_format)
-    keras_model.build()
+    if not keras_model.built:  # a functional model is built when it is made
+        keras_model.build()
     plan = keras_model._plan(mode == "train", batch)
     plan.inputs[...] = x
     if mode == "train":

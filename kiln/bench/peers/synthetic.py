@@ -2,8 +2,9 @@
 
 import numpy as np
 
-BATCH = {"mnist_cnn": 128, "cifar10_cnn": 32}
-IMAGE = {"mnist_cnn": (28, 28, 1), "cifar10_cnn": (32, 32, 3)}  # channels_last (H, W, C)
+BATCH = {"mnist_cnn": 128, "cifar10_cnn": 32, "resnet20": 128}
+IMAGE = {"mnist_cnn": (28, 28, 1), "cifar10_cnn": (32, 32, 3),
+         "resnet20": (32, 32, 3)}  # channels_last (H, W, C)
 CLASSES = 10
 
 
