@@ -6,7 +6,8 @@ pass over the output gradient, never from a separate reduction).
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, to_dims
+from ..binding.errors import DnnlError
+from ..binding.memory import MemoryDesc, layout_key, to_dims
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes, post_op_arg
 from .base import Op
 from .eltwise import eltwise_backward, post_ops
@@ -16,6 +17,8 @@ from .tensor import Tensor
 # picks a slower kernel for some small forward_inference convs (cifar10_cnn's 64->64 on 15x15:
 # 1.8 ms as inference, 1.2 ms as training), and sharing the kind shares the weight layout.
 FORWARD = dnnl.forward_training
+# Backward-data in the layouts of forward's tensors when oneDNN's own choice differs.
+PIN_BACKWARD_DATA_LAYOUT = True
 
 
 def conv_output_length(length, kernel, stride, padding):
@@ -167,11 +170,24 @@ class Conv2D(Op):
                 builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
             if not need_input_grad:
                 return None
-            bwd_d = builder.primitive(("conv bwd data", dt, geometry), lambda: PrimitiveDesc(
-                "dnnl_convolution_backward_data_primitive_desc_create",
-                "convolution backward data", shapes, dnnl.convolution_direct, src_any.handle,
-                w_any.handle, dst_any.handle, strides, dilates, pad_l_dims, pad_r_dims,
-                fwd.pd.handle, default_attributes().handle))
+            def make_backward_data(diff_src, diff_dst):
+                return lambda: PrimitiveDesc(
+                    "dnnl_convolution_backward_data_primitive_desc_create",
+                    "convolution backward data", shapes, dnnl.convolution_direct,
+                    diff_src.handle, w_any.handle, diff_dst.handle, strides, dilates,
+                    pad_l_dims, pad_r_dims, fwd.pd.handle, default_attributes().handle)
+
+            bwd_d = builder.primitive(("conv bwd data", dt, geometry),
+                                      make_backward_data(src_any, dst_any))
+            if PIN_BACKWARD_DATA_LAYOUT and bwd_d.pd.md(dnnl.query_diff_dst_md) != grad.desc:
+                # oneDNN picked other layouts than the gradient has (strided convs on AVX2):
+                # gradients in the forward's layouts save two reorders of activation size
+                try:
+                    bwd_d = builder.primitive(
+                        ("conv bwd data", dt, geometry, layout_key(grad.desc),
+                         layout_key(src.desc)), make_backward_data(src.desc, grad.desc))
+                except DnnlError:
+                    pass
             input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
             builder.add_backward(builder.bind(bwd_d, {
                 dnnl.ARG_DIFF_DST: builder.reorder(
