@@ -27,6 +27,15 @@ def _address_range(storage):
     return start, start + storage.nbytes
 
 
+def kernel_arrays(arguments):
+    """The numpy arrays among a kernel's arguments, also inside tuples and lists."""
+    for argument in arguments:
+        if isinstance(argument, np.ndarray):
+            yield argument
+        elif isinstance(argument, (tuple, list)):
+            yield from kernel_arrays(argument)
+
+
 def pinned_by_overlap(pooled, calls, kernel_type):
     """ids of pooled memories whose bytes something other than the memory itself uses."""
     pooled_ids = {id(m) for m in pooled}
@@ -44,9 +53,8 @@ def pinned_by_overlap(pooled, calls, kernel_type):
 
     for call in calls:
         if isinstance(call, kernel_type):
-            for argument in call.arguments:
-                if isinstance(argument, np.ndarray):
-                    pin_overlapping(*_address_range(argument))
+            for array in kernel_arrays(call.arguments):
+                pin_overlapping(*_address_range(array))
         else:
             for memory in call.args.values():
                 if isinstance(memory, Memory) and id(memory) not in pooled_ids:

@@ -23,8 +23,9 @@ from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
-from .builder import PlanBuilder
+from .builder import KernelCall, PlanBuilder
 from .gradients import GradientMap
+from .liveness import kernel_arrays
 from .sub_batches import SubBatchUnsupported
 
 
@@ -164,6 +165,7 @@ class StepPlan:
                 self.output_arrays.append(output.as_array().reshape(value.keras_shape))
             self.outputs = self.output_arrays[0]
         builder.finish()
+        self._copy_inputs = self._kernels_read_inputs(builder)
         self.planned_bytes = dict(builder.planned_bytes)
         parameters.pack()
         self.calls = builder.forward_calls + builder.backward_calls
@@ -215,6 +217,20 @@ class StepPlan:
 
         return whole, backward, seen
 
+    def _kernels_read_inputs(self, builder):
+        """Whether a numba kernel captured an input buffer's array when it was planned (a
+        dropout or a max merge right on a model input): the plan must then keep reading its
+        own input buffers, which use_input() fills by copying instead of re-pointing them."""
+        starts = [(m.storage.ctypes.data, m.storage.ctypes.data + m.storage.nbytes)
+                  for m in self.input_memories]
+        for call in builder.forward_calls + builder.backward_calls:
+            if isinstance(call, KernelCall):
+                for array in kernel_arrays(call.arguments):
+                    address = array.ctypes.data
+                    if any(start <= address < end for start, end in starts):
+                        return True
+        return False
+
     def use_input(self, x, y=None):
         """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
         of the plan's input shape, or a list of them for several inputs) without copying it;
@@ -222,6 +238,12 @@ class StepPlan:
         arrays = list(x) if isinstance(x, (list, tuple)) else [x]
         if len(arrays) != len(self.input_arrays):
             raise ValueError(f"plan expects {len(self.input_arrays)} inputs, got {len(arrays)}")
+        if self._copy_inputs:
+            for own, array in zip(self.input_arrays, arrays, strict=True):
+                own[...] = array
+            if y is not None:
+                self.labels[...] = y
+            return
         for position, (array, memory, current) in enumerate(
                 zip(arrays, self.input_memories, self.input_arrays, strict=True)):
             if (array.shape != current.shape or array.dtype != np.float32

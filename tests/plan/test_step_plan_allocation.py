@@ -25,3 +25,29 @@ def test_steps_allocate_no_buffers(mode):
     # would show here; the few hundred bytes of transient Python objects of a call do not.
     assert current - base <= 512
     assert peak - base < 1024
+
+
+def test_a_kernel_reading_a_model_input_sees_each_new_batch():
+    """Dropout right on the input is a numba kernel that captured the input buffer when it
+    was planned: fit() must not re-point that buffer at the batch (it copies instead)."""
+    import numpy as np
+
+    from kiln import keras
+    from kiln.keras import layers
+
+    keras.initializers.set_random_seed(0)
+    inputs = keras.Input((6,))
+    outputs = layers.Dense(2, activation="softmax")(layers.Dropout(0.5, seed=3)(inputs))
+    model = keras.Model(inputs, outputs)
+    model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.0))
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(8, 6)).astype(np.float32)
+    y = np.eye(2, dtype=np.float32)[rng.integers(0, 2, 8)]
+    plan = model._plan(True, 8)
+    assert plan._copy_inputs
+    plan.use_input(np.zeros_like(x), y)
+    zero_loss = float(plan.train_step()[0])
+    batch = np.empty_like(x)  # a new array, as the batch feeder hands over
+    batch[...] = 10 * x
+    plan.use_input(batch, y)
+    assert float(plan.train_step()[0]) != zero_loss
