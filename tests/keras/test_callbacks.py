@@ -294,3 +294,23 @@ def test_lambda_callback_calls_functions():
 def test_lambda_callback_rejects_unknown_hooks():
     with pytest.raises(TypeError, match=r"unknown hook\(s\) \['on_epoch_ned'\]"):
         LambdaCallback(on_epoch_ned=print)
+
+
+def test_every_hook_receives_logs_as_in_keras():
+    import numpy as np
+    """Keras passes `logs` to every hook, so callbacks written as its docs show them run."""
+    from kiln import keras as kk
+    seen = []
+    callback = kk.callbacks.LambdaCallback(
+        on_train_begin=lambda logs: seen.append(("train_begin", logs)),
+        on_epoch_begin=lambda epoch, logs: seen.append(("epoch_begin", logs)),
+        on_train_batch_begin=lambda batch, logs: seen.append(("batch_begin", logs)),
+        on_train_end=lambda logs: seen.append(("train_end", logs)))
+    model = kk.Sequential([kk.layers.Dense(2, activation="softmax", input_shape=(3,))])
+    model.compile(loss="categorical_crossentropy", optimizer="sgd")
+    x = np.ones((4, 3), np.float32)
+    model.fit(x, np.eye(2, dtype=np.float32)[[0, 1, 0, 1]], batch_size=4, epochs=1, verbose=0,
+              callbacks=[callback])
+    assert [name for name, _ in seen] == ["train_begin", "epoch_begin", "batch_begin",
+                                          "train_end"]
+    assert all(isinstance(logs, dict) for _, logs in seen)

@@ -46,7 +46,14 @@ class CallbackList(Callback):
 
 
 def _forward(hook_name):
+    # hooks of a batch or an epoch take its index first; all take `logs`, which Keras always
+    # passes (a dict, empty when there is nothing to log): `lambda epoch, logs: ...` works
+    positional = 2 if hook_name.endswith(("batch_begin", "batch_end", "epoch_begin",
+                                          "epoch_end")) else 1
+
     def forward(self, *args, **kwargs):
+        if len(args) < positional and "logs" not in kwargs:
+            kwargs["logs"] = {}
         for callback in self.callbacks:
             getattr(callback, hook_name)(*args, **kwargs)
     forward.__name__ = forward.__qualname__ = hook_name
