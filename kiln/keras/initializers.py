@@ -71,11 +71,12 @@ ALL = {f.__name__: f for f in (zeros, ones, glorot_uniform, glorot_normal, he_no
                                random_normal, random_uniform)}
 
 
-def get(identifier, context):
-    """An initializer from its Keras name or a callable(shape) -> array."""
+def get(identifier, context, argument="initializer"):
+    """An initializer from its Keras name or a callable(shape) -> array; errors name the layer
+    (`context`) and the argument."""
     if callable(identifier):
         return identifier
     if isinstance(identifier, str) and identifier.lower() in ALL:
         return ALL[identifier.lower()]
-    raise ValueError(f"{context}: expected one of {sorted(ALL)} or a callable, "
-                     f"got {identifier!r}")
+    raise ValueError(f"{context}: argument {argument} must be one of {sorted(ALL)} or a "
+                     f"callable, got {identifier!r}")

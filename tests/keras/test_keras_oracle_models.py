@@ -197,9 +197,6 @@ def test_functional_dict_inputs_and_outputs_predict_like_keras():
     assert sorted(predictions) == ["y", "z"]
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="kiln looks up dict inputs by Input name, Keras 3 by the key of the "
-                          "inputs dict")
 def test_dict_inputs_keyed_unlike_the_input_names():
     def build(K):
         a = K.Input((5,), name="in_a")
@@ -209,9 +206,6 @@ def test_dict_inputs_keyed_unlike_the_input_names():
         check_against_keras(build)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="Model(inputs, [y]).predict returns a list of one array; Keras 3 "
-                          "unpacks a one-output list")
 def test_single_output_in_a_list_predicts_an_array():
     def build(K):
         a = K.Input((5,))
@@ -272,15 +266,11 @@ def test_functional_model_used_as_a_layer():
         inner = inner_functional(K)
         a = K.Input((6,))
         return K.Model(a, L.Dense(3, activation="softmax")(L.Dense(5, activation="tanh")(inner(a))))
-    # compare_types=False: kiln calls a functional model 'Model', Keras 'Functional' (xfail below)
-    kiln_model, _ = check_against_keras(build, optimizers=["sgd_momentum"], compare_types=False)
+    kiln_model, _ = check_against_keras(build, optimizers=["sgd_momentum"])
     assert [layer.name for layer in kiln_model.layers] == [
         "input_layer_1", "inner", "dense_2", "dense_1"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="keras.Model(inputs, outputs) is a 'Functional' in Keras 3, a plain "
-                          "'Model' in kiln")
 def test_functional_model_class_name_is_functional():
     def build(K):
         a = K.Input((6,))
@@ -349,9 +339,6 @@ def test_subclassed_model_with_two_inputs_and_outputs():
     check_against_keras(build, input_shapes=[(6,), (6,)])
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="layers held in a list attribute of a subclassed model are not "
-                          "tracked (Keras 3 tracks them); predict then fails with a KeyError")
 def test_subclassed_model_with_a_list_of_layers():
     def build(K):
         class Blocks(K.Model):
@@ -607,15 +594,11 @@ def test_unsupported_layer_argument_names_layer_and_argument(make, pattern):
     make(keras_real.layers)  # Keras 3 accepts it
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="the error for an unknown initializer does not name the argument")
 def test_unsupported_initializer_names_the_argument():
     with pytest.raises(ValueError, match=r"Conv2D 'c'.*kernel_initializer.*'orthogonal'"):
         kk.layers.Conv2D(2, 3, kernel_initializer="orthogonal", name="c")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="Input(dtype=...) without a name is reported as \"Input 'None'\"")
 def test_unsupported_input_dtype_names_the_input():
     with pytest.raises(ValueError, match=r"'input_layer(_\d+)?'.*argument dtype"):
         kk.Input((3,), dtype="int32")

@@ -114,11 +114,16 @@ class Layer:
         self.output_shape = None
 
     def __setattr__(self, name, value):
-        # Layers assigned as attributes belong to this one (subclassed models, nested layers).
-        if isinstance(value, Layer) and name != "_tracked" and value is not self:
-            tracked = self.__dict__.get("_tracked")
-            if tracked is not None and all(value is not t for t in tracked):
-                tracked.append(value)
+        # Layers assigned as attributes, alone or in a list / tuple / dict, belong to this one
+        # (subclassed models, nested layers), as Keras tracks them.
+        tracked = self.__dict__.get("_tracked")
+        if tracked is not None and name != "_tracked":
+            items = value.values() if isinstance(value, dict) else (
+                value if isinstance(value, (list, tuple)) else [value])
+            for item in items:
+                if (isinstance(item, Layer) and item is not self
+                        and all(item is not t for t in tracked)):
+                    tracked.append(item)
         super().__setattr__(name, value)
 
     @property

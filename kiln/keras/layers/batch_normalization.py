@@ -56,11 +56,14 @@ class BatchNormalization(Layer):
         self.axis = int(axis)
         self.momentum, self.epsilon = float(momentum), float(epsilon)
         self.center, self.scale = bool(center), bool(scale)
-        self.beta_initializer = initializers.get(beta_initializer, self.context)
-        self.gamma_initializer = initializers.get(gamma_initializer, self.context)
-        self.moving_mean_initializer = initializers.get(moving_mean_initializer, self.context)
-        self.moving_variance_initializer = initializers.get(moving_variance_initializer,
-                                                            self.context)
+        self.beta_initializer = initializers.get(
+            beta_initializer, self.context, "beta_initializer")
+        self.gamma_initializer = initializers.get(
+            gamma_initializer, self.context, "gamma_initializer")
+        self.moving_mean_initializer = initializers.get(
+            moving_mean_initializer, self.context, "moving_mean_initializer")
+        self.moving_variance_initializer = initializers.get(
+            moving_variance_initializer, self.context, "moving_variance_initializer")
         self.op = ops.BatchNorm(self.name, self.epsilon, self.momentum, self.center,
                                 self.scale)
         # the op of calls made with training=False: always the moving statistics

@@ -40,8 +40,10 @@ class Conv2D(Layer):
                              f"convolutions are not supported yet), got {dilation_rate!r}")
         self.activation = activations.get_name(activation, self.context)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer, self.context)
-        self.bias_initializer = initializers.get(bias_initializer, self.context)
+        self.kernel_initializer = initializers.get(
+            kernel_initializer, self.context, "kernel_initializer")
+        self.bias_initializer = initializers.get(
+            bias_initializer, self.context, "bias_initializer")
         fused = self.activation if self.activation in ops.FUSABLE else None
         self.op = ops.Conv2D(self.name, filters, self.kernel_size, self.strides, self.padding,
                              fused, use_bias)

@@ -23,8 +23,10 @@ class Dense(Layer):
         self.units = int(units)
         self.activation = activations.get_name(activation, self.context)
         self.use_bias = use_bias
-        self.kernel_initializer = initializers.get(kernel_initializer, self.context)
-        self.bias_initializer = initializers.get(bias_initializer, self.context)
+        self.kernel_initializer = initializers.get(
+            kernel_initializer, self.context, "kernel_initializer")
+        self.bias_initializer = initializers.get(
+            bias_initializer, self.context, "bias_initializer")
         fused = self.activation if self.activation in ops.FUSABLE else None
         self.op = ops.Dense(self.name, units, fused, use_bias)
 

@@ -47,8 +47,8 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, 
           **kwargs):
     """A symbolic input tensor, as `keras.Input`: `x = Input((32, 32, 3)); y = Conv2D(...)(x)`.
     Also accepted as the first item of a Sequential model."""
-    if dtype not in (None, "float32"):
-        raise ValueError(f"Input '{name}': argument dtype must be 'float32', got {dtype!r}")
     layer = InputLayer(shape=shape, batch_size=batch_size, batch_shape=batch_shape, name=name,
                        **kwargs)
+    if dtype not in (None, "float32"):
+        raise ValueError(f"{layer.context}: argument dtype must be 'float32', got {dtype!r}")
     return layer.output_tensor

@@ -94,4 +94,7 @@ def replay(model, inputs, nodes):
                              **substitute(dict(node.call_kwargs)))
         for old, new in zip(node.outputs, flatten(outputs), strict=True):
             mapping[id(old)] = new
-    return pack_like(model._output_structure, [mapping[id(t)] for t in model.outputs])
+    outputs = [mapping[id(t)] for t in model.outputs]
+    if len(outputs) == 1 and not isinstance(model._output_structure, dict):
+        return outputs[0]  # Keras unpacks a one-output list
+    return pack_like(model._output_structure, outputs)

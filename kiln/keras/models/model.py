@@ -23,13 +23,20 @@ from .functional import map_layers, replay
 
 
 class Model(Trainer, Layer):
-    """Args (functional): inputs, outputs (a tensor, list or dict of tensors), name."""
+    """Args (functional): inputs, outputs (a tensor, list or dict of tensors), name.
+
+    As in Keras 3, `Model(inputs, outputs)` makes a `Functional` (a Model subclass)."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
+            return super().__new__(Functional)
+        return super().__new__(cls)
 
     def __init__(self, *args, inputs=None, outputs=None, name=None, **kwargs):
         if args:
             inputs = args[0]
             outputs = args[1] if len(args) > 1 else outputs
-        default = "functional" if type(self) is Model else type(self).__name__
+        default = "functional" if type(self) in (Model, Functional) else type(self).__name__
         super().__init__(name=name or unique_name(default), **kwargs)
         self.compiled = False
         self.stop_training = False
@@ -220,4 +227,5 @@ class Model(Trainer, Layer):
         return {"name": self.name, "trainable": self.trainable}
 
 
-
+class Functional(Model):
+    """A model defined by its inputs and outputs: what `keras.Model(inputs, outputs)` makes."""

@@ -14,7 +14,7 @@ from .. import losses as losses_module
 from .. import metrics as metrics_module
 from .. import optimizers as optimizers_module
 from ..callbacks import CallbackList
-from ..layers.base_layer import pack_like
+from ..layers.base_layer import flatten, pack_like
 
 
 class Trainer:
@@ -63,7 +63,14 @@ class Trainer:
     def _check_x(self, x):
         """x as a list of float32 arrays, one per model input (a dict by input name)."""
         self._build_from_data(x)
-        if isinstance(x, dict):
+        if isinstance(x, dict) and isinstance(self._input_structure, dict):
+            # Keras reads a dict of arrays by the keys of the model's inputs dict
+            missing = sorted(set(self._input_structure) - set(x))
+            if missing:
+                raise ValueError(f"{self.name}: argument x has no entry for input(s) "
+                                 f"{missing}; got keys {sorted(x)}")
+            arrays = flatten({key: x[key] for key in self._input_structure})
+        elif isinstance(x, dict):
             names = [t.name for t in self.inputs]
             missing = [name for name in names if name not in x]
             if missing:
@@ -206,7 +213,8 @@ class Trainer:
         """Outputs for x: one array, or the model's output structure (list / dict)."""
         xs = self._check_x(x)
         outputs = self._predict_arrays(xs, int(batch_size or 32))
-        if len(outputs) == 1 and not isinstance(self._output_structure, (list, tuple, dict)):
+        # as Keras, a one-output list or tuple comes back as the array itself (not a dict)
+        if len(outputs) == 1 and not isinstance(self._output_structure, dict):
             return outputs[0]
         return pack_like(self._output_structure, outputs)
 
