@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import keras
 from ..keras.layers import Activation, Conv2D, Dense, Dropout, Flatten, MaxPooling2D
+from . import architectures
 
 
 def mnist_cnn(data_format):
@@ -48,46 +49,13 @@ def cifar10_cnn(data_format):
 
 
 def resnet20(data_format):
-    """keras/examples/cifar10_resnet.py, resnet_v1(depth=20): batch 128, Adam(1e-3).
-
-    The example's kernel_regularizer=l2(1e-4) is left out (kiln has no regularizers yet), and
-    left out of every peer's copy alike."""
+    """keras/examples/cifar10_resnet.py, resnet_v1(depth=20): batch 128, Adam(1e-3)
+    (architectures.resnet20, without the example's l2 regularizer)."""
     keras.backend.clear_session()
-    layers = keras.layers
-    shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
-    f = dict(data_format=data_format)
-    channel_axis = -1 if data_format == "channels_last" else 1
-
-    def resnet_layer(x, filters=16, kernel_size=3, strides=1, activation="relu",
-                     batch_normalization=True):
-        x = layers.Conv2D(filters, kernel_size=kernel_size, strides=strides, padding="same",
-                          kernel_initializer="he_normal", **f)(x)
-        if batch_normalization:
-            x = layers.BatchNormalization(axis=channel_axis)(x)
-        if activation is not None:
-            x = layers.Activation(activation)(x)
-        return x
-
-    inputs = keras.Input(shape=shape)
-    x = resnet_layer(inputs)
-    filters = 16
-    for stack in range(3):
-        for block in range(3):
-            strides = 2 if stack > 0 and block == 0 else 1
-            y = resnet_layer(x, filters, strides=strides)
-            y = resnet_layer(y, filters, activation=None)
-            if strides == 2:  # projection shortcut: 1x1 conv, no BN, no activation
-                x = resnet_layer(x, filters, kernel_size=1, strides=strides, activation=None,
-                                 batch_normalization=False)
-            x = layers.add([x, y])
-            x = layers.Activation("relu")(x)
-        filters *= 2
-    x = layers.AveragePooling2D(pool_size=8, **f)(x)
-    y = layers.Flatten(**f)(x)
-    outputs = layers.Dense(10, activation="softmax", kernel_initializer="he_normal")(y)
-    model = keras.Model(inputs=inputs, outputs=outputs)
+    model = architectures.resnet20(keras, data_format)
     model.compile(loss="categorical_crossentropy",
                   optimizer=keras.optimizers.Adam(learning_rate=1e-3), metrics=["accuracy"])
+    shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
     return model, shape, 128
 
 

@@ -15,45 +15,9 @@ import numpy as np
 import pytest
 from keras_oracle import build_pair, real_keras
 
+from kiln.bench.architectures import resnet20
+
 LEARNING_RATE = 1e-3
-
-
-def resnet20(K, data_format="channels_last", activation="relu"):
-    """resnet_v1(input_shape, depth=20) of the Keras 2 example (without the l2 regularizer)."""
-    layers = K.layers
-    axis = -1 if data_format == "channels_last" else 1
-    f = dict(data_format=data_format)
-
-    relu = activation
-
-    def resnet_layer(inputs, num_filters=16, kernel_size=3, strides=1, activation=relu,
-                     batch_normalization=True):
-        x = layers.Conv2D(num_filters, kernel_size=kernel_size, strides=strides,
-                          padding="same", kernel_initializer="he_normal", **f)(inputs)
-        if batch_normalization:
-            x = layers.BatchNormalization(axis=axis)(x)
-        if activation is not None:
-            x = layers.Activation(activation)(x)
-        return x
-
-    shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
-    inputs = K.Input(shape=shape)
-    x = resnet_layer(inputs)
-    num_filters = 16
-    for stack in range(3):
-        for res_block in range(3):
-            strides = 2 if stack > 0 and res_block == 0 else 1
-            y = resnet_layer(x, num_filters, strides=strides)
-            y = resnet_layer(y, num_filters, activation=None)
-            if stack > 0 and res_block == 0:
-                x = resnet_layer(x, num_filters, kernel_size=1, strides=strides,
-                                 activation=None, batch_normalization=False)
-            x = layers.Activation(relu)(layers.add([x, y]))
-        num_filters *= 2
-    x = layers.AveragePooling2D(pool_size=8, **f)(x)
-    y = layers.Flatten(**f)(x)
-    outputs = layers.Dense(10, activation="softmax", kernel_initializer="he_normal")(y)
-    return K.Model(inputs=inputs, outputs=outputs)
 
 
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])

@@ -3,55 +3,18 @@ the same architectures, compiled train_on_batch / predict_on_batch, as a Keras u
 
 import os
 
+from .. import architectures
 from . import synthetic
 
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
 AVAILABLE = None
 
 
-def _resnet20(keras, data_format):
-    """resnet_v1(depth=20) of keras/examples/cifar10_resnet.py, as kiln.bench.models has it
-    (no l2 regularizer, like kiln's copy)."""
-    layers = keras.layers
-    shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
-    f = dict(data_format=data_format)
-    channel_axis = -1 if data_format == "channels_last" else 1
-
-    def resnet_layer(x, filters=16, kernel_size=3, strides=1, activation="relu",
-                     batch_normalization=True):
-        x = layers.Conv2D(filters, kernel_size=kernel_size, strides=strides, padding="same",
-                          kernel_initializer="he_normal", **f)(x)
-        if batch_normalization:
-            x = layers.BatchNormalization(axis=channel_axis)(x)
-        if activation is not None:
-            x = layers.Activation(activation)(x)
-        return x
-
-    inputs = keras.Input(shape=shape)
-    x = resnet_layer(inputs)
-    filters = 16
-    for stack in range(3):
-        for block in range(3):
-            strides = 2 if stack > 0 and block == 0 else 1
-            y = resnet_layer(x, filters, strides=strides)
-            y = resnet_layer(y, filters, activation=None)
-            if strides == 2:  # projection shortcut: 1x1 conv, no BN, no activation
-                x = resnet_layer(x, filters, kernel_size=1, strides=strides, activation=None,
-                                 batch_normalization=False)
-            x = layers.add([x, y])
-            x = layers.Activation("relu")(x)
-        filters *= 2
-    x = layers.AveragePooling2D(pool_size=8, **f)(x)
-    y = layers.Flatten(**f)(x)
-    outputs = layers.Dense(10, activation="softmax", kernel_initializer="he_normal")(y)
-    return keras.Model(inputs=inputs, outputs=outputs)
-
-
 def _model(keras, model, data_format):
     layers = keras.layers
     f = dict(data_format=data_format)
     if model == "resnet20":
-        net = _resnet20(keras, data_format)
+        net = architectures.resnet20(keras, data_format)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
     elif model == "mnist_cnn":
         shape = (28, 28, 1) if data_format == "channels_last" else (1, 28, 28)
