@@ -602,3 +602,24 @@ def test_unsupported_initializer_names_the_argument():
 def test_unsupported_input_dtype_names_the_input():
     with pytest.raises(ValueError, match=r"'input_layer(_\d+)?'.*argument dtype"):
         kk.Input((3,), dtype="int32")
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_conv_branches_concatenated_on_the_channel_axis(data_format):
+    """An inception-style block: two convolution branches joined on the channel axis (the
+    last axis under channels_last, axis 1 under channels_first), then a residual add."""
+    axis = -1 if data_format == "channels_last" else 1
+
+    def build(K):
+        L = K.layers
+        f = dict(data_format=data_format)
+        a = K.Input((6, 6, 3) if data_format == "channels_last" else (3, 6, 6))
+        left = L.Conv2D(4, 1, padding="same", activation="relu", **f)(a)
+        right = L.Conv2D(2, 3, padding="same", **f)(a)
+        joined = L.concatenate([left, right], axis=axis)
+        shortcut = L.Conv2D(6, 1, **f)(a)
+        x = L.Activation("relu")(L.add([joined, shortcut]))
+        x = L.MaxPooling2D(2, **f)(x)
+        return K.Model(a, L.Dense(3, activation="softmax")(L.Flatten(**f)(x)))
+
+    check_against_keras(build, optimizers=["sgd"])
