@@ -5,13 +5,12 @@ outputs and gradients of real Keras 3 (JAX backend) merge layers."""
 
 import numpy as np
 import pytest
+from multi_input_checker import MultiInputHarness, check_multi_input_op
 from op_checker import (
     CHANNELS_FIRST,
     CHANNELS_LAST,
-    MultiInputHarness,
     activation_backward,
     activation_forward,
-    check_multi_input_op,
     conv2d_reference,
 )
 
