@@ -116,7 +116,7 @@ class StepPlan:
             requires_grad[id(tensor)] = False
         self.input_memory, self.inputs = self.input_memories[0], self.input_arrays[0]
 
-        backwards = []  # (node inputs, backward, arity) in forward order
+        backwards = []  # (output tensor, input tensors, backward, arity) in forward order
         planned = set()
         if sliced:
             front = chain[:sliced]
