@@ -9,6 +9,8 @@ Every model owns one ParameterStore holding its layers' weights; plans are cache
 (training?, batch size) and rebuilt when weights move or their trainable flags change.
 """
 
+import numpy as np
+
 from ...binding import constants as dnnl
 from ...graph.fusion import INFERENCE_RULES, RULES, fuse
 from ...graph.symbolic import SymbolicTensor
@@ -210,18 +212,22 @@ class Model(Trainer, Layer):
         self._build_if_possible()
         rows = [(f"{layer.name} ({type(layer).__name__})", str(layer.output_shape),
                  layer.count_params()) for layer in self.layers]
-        line = "_" * 65
+        # columns as wide as their longest entry (Keras' defaults at least), one space apart
+        name_width = max([30] + [len(name) + 1 for name, _, _ in rows])
+        shape_width = max([22] + [len(shape) + 1 for _, shape, _ in rows])
+        width = name_width + shape_width + 13
         print_fn(f'Model: "{self.name}"')
-        print_fn(line)
-        print_fn(f"{'Layer (type)':<30}{'Output Shape':<22}{'Param #':>13}")
-        print_fn("=" * 65)
+        print_fn("_" * width)
+        print_fn(f"{'Layer (type)':<{name_width}}{'Output Shape':<{shape_width}}{'Param #':>13}")
+        print_fn("=" * width)
         for name, shape, count in rows:
-            print_fn(f"{name:<30}{shape:<22}{count:>13,}")
-        print_fn("=" * 65)
-        print_fn(f"Total params: {self.count_params():,}")
-        trainable = int(sum(w.numpy().size for w in self.trainable_weights))
+            print_fn(f"{name:<{name_width}}{shape:<{shape_width}}{count:>13,}")
+        print_fn("=" * width)
+        total = self.count_params()
+        trainable = int(sum(np.prod(w.shape) for w in self.trainable_weights))
+        print_fn(f"Total params: {total:,}")
         print_fn(f"Trainable params: {trainable:,}")
-        print_fn(f"Non-trainable params: {self.count_params() - trainable:,}")
+        print_fn(f"Non-trainable params: {total - trainable:,}")
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable}
