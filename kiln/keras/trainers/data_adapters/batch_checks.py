@@ -1,0 +1,91 @@
+"""Checks that turn a bad batch into an error naming the argument, the batch and the expected
+value before the step runs on it (a NaN would otherwise train silently into NaN weights).
+
+The finite check is a numba kernel without fastmath (fastmath lets the compiler assume there is
+no NaN and drop the test): one pass, no temporaries, parallel for whole arrays checked once up
+front and serial for a batch checked in a background thread.
+"""
+
+import numpy as np
+
+from ....ops.numba_config import njit, prange
+
+_EXACT = dict(cache=True, nogil=True)  # no fastmath: isfinite must stay a real test
+
+
+@njit(parallel=True, **_EXACT)
+def _first_non_finite_parallel(flat):
+    """Index of the first NaN or inf in `flat`, or -1 (blocks in parallel, lowest block wins)."""
+    block = 1 << 16
+    blocks = (flat.size + block - 1) // block
+    found = np.full(blocks, -1, dtype=np.int64)
+    for b in prange(blocks):
+        stop = min(flat.size, (b + 1) * block)
+        for i in range(b * block, stop):
+            if not np.isfinite(flat[i]):
+                found[b] = i
+                break
+    for b in range(blocks):
+        if found[b] >= 0:
+            return found[b]
+    return -1
+
+
+@njit(**_EXACT)
+def _first_non_finite_serial(flat):
+    for i in range(flat.size):
+        if not np.isfinite(flat[i]):
+            return i
+    return -1
+
+
+def first_non_finite(array, parallel=False):
+    """Index (into array.reshape(-1)) of the first NaN or inf, or -1; integers are finite."""
+    if not np.issubdtype(array.dtype, np.floating) or array.size == 0:
+        return -1
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if flat.dtype not in (np.float32, np.float64):
+        flat = flat.astype(np.float32)
+    kernel = _first_non_finite_parallel if parallel else _first_non_finite_serial
+    return int(kernel(flat))
+
+
+def numeric_array(value, argument, where):
+    """`value` as a numpy array of a real number or bool dtype, or a ValueError."""
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # ragged lists and the like
+        raise ValueError(f"{where}: argument {argument} must be a numeric array, got "
+                         f"{type(value).__name__}") from error
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)
+            or array.dtype == np.bool_):
+        raise ValueError(f"{where}: argument {argument} must be a numeric array (float or int),"
+                         f" got dtype {array.dtype}")
+    return array
+
+
+def check_shape(array, argument, expected, where, hint=""):
+    """array.shape must be (batch, *expected); None in expected matches any size."""
+    shape = array.shape[1:]
+    if array.ndim == 0 or len(shape) != len(expected) or any(
+            want is not None and got != want for got, want in zip(shape, expected, strict=True)):
+        wanted = ", ".join("any" if e is None else str(e) for e in ("batch", *expected))
+        raise ValueError(f"{where}: argument {argument} must have shape ({wanted}){hint}, got "
+                         f"{array.shape}")
+
+
+def check_finite(array, argument, where, parallel=False):
+    index = first_non_finite(array, parallel)
+    if index >= 0:
+        position = np.unravel_index(index, array.shape)
+        value = np.asarray(array).reshape(-1)[index]
+        raise ValueError(f"{where}: argument {argument} holds {value} at index "
+                         f"{tuple(int(p) for p in position)} (sample {int(position[0])}); "
+                         "expected finite numbers (no NaN or inf)")
+
+
+def check_same_length(arrays_by_argument, where):
+    lengths = {argument: len(array) for argument, array in arrays_by_argument}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{where}: arguments must have the same number of samples, got "
+                         + ", ".join(f"{a}: {n}" for a, n in lengths.items()))
