@@ -208,6 +208,18 @@ class Model(Trainer, Layer):
         for weight, value in zip(own, weights, strict=True):
             weight.assign(value)
 
+    def save_weights(self, filepath, overwrite=True):
+        """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file."""
+        from ..saving import weights_file  # saving walks models: imported when used
+
+        weights_file.save_weights(self, filepath, overwrite=overwrite)
+
+    def load_weights(self, filepath, skip_mismatch=False):
+        """Reads a `.weights.h5` file written by Keras 3 or kiln (layers matched by path)."""
+        from ..saving import weights_file
+
+        weights_file.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+
     def summary(self, print_fn=print):
         self._build_if_possible()
         rows = [(f"{layer.name} ({type(layer).__name__})", str(layer.output_shape),

@@ -1,0 +1,167 @@
+"""`model.save_weights` / `model.load_weights`: the Keras 3 `.weights.h5` file, both ways.
+
+The file is the one Keras 3 writes (keras/src/saving/saving_lib.py, `H5IOStore`), so a kiln
+model's weights open in Keras and a Keras model's weights open in kiln:
+
+    vars                      attrs {"name": <model name>}  (the model's own variables: none)
+    layers/<path>/vars        attrs {"name": <layer name>}, datasets "0", "1", ... holding the
+                              layer's own variables (trainable ones first, in creation order)
+    optimizer/vars            attrs {"name": <optimizer name>}, datasets "0", "1", ...: the
+                              optimizer state (iterations, learning rate, slots) when compiled
+
+Layers are found by path, not by name (saveable_paths.py explains the paths). Every group gets
+its `name` attribute even for a layer without variables, as Keras writes it.
+
+Loading checks every layer (count and shapes) before assigning anything, so a mismatching file
+leaves the model as it was; with `skip_mismatch=True` the mismatching layers are skipped with a
+warning and the rest is loaded, as in Keras. Writing goes through a temporary file and a rename
+(atomic_file.py): a crash mid-write never leaves a truncated file under the final name.
+"""
+
+import os
+import warnings
+
+import h5py
+import numpy as np
+
+from .atomic_file import atomic_path
+from .h5_reading import array_keys, get_group, read_array
+from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
+
+WEIGHTS_SUFFIX = ".weights.h5"
+
+
+def save_weights(model, filepath, overwrite=True):
+    """Writes `model`'s weights (and its optimizer's state, if compiled) to `filepath`."""
+    filepath = _checked_path(model, filepath, "save_weights")
+    if os.path.exists(filepath) and not overwrite and not ask_to_proceed_with_overwrite(
+            filepath):
+        return
+    # Read every value before opening the file: a failure here writes nothing.
+    entries = [(path, object_name(saveable), _values_to_save(saveable))
+               for path, saveable in saveable_paths(model)]
+    with atomic_path(filepath) as temporary:
+        with h5py.File(temporary, "w") as h5_file:
+            for path, name, values in entries:
+                group = h5_file.create_group(f"{path}/vars" if path else "vars")
+                group.attrs["name"] = name
+                for index, value in enumerate(values):
+                    group[str(index)] = value
+
+
+def load_weights(model, filepath, skip_mismatch=False):
+    """Reads a `.weights.h5` file written by Keras 3 or kiln into `model`."""
+    filepath = _checked_path(model, filepath, "load_weights")
+    try:
+        h5_file = h5py.File(filepath, "r")
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise OSError(f"load_weights: {filepath} is not a readable HDF5 weights file "
+                      f"({error})") from error
+    with h5_file:
+        _refuse_other_formats(h5_file, filepath)
+        assignments, errors, optimizer_entry = [], [], None
+        for path, saveable in saveable_paths(model):
+            group = get_group(h5_file, f"{path}/vars" if path else "vars", filepath)
+            if is_optimizer(saveable):
+                optimizer_entry = (saveable, group)
+                continue
+            error = _check_layer(saveable, path, group, filepath, assignments)
+            if error:
+                errors.append(error)
+        if errors:
+            message = (f"load_weights: {len(errors)} layer(s) of {model.name} do not match "
+                       f"{filepath}:\n  " + "\n  ".join(errors))
+            if not skip_mismatch:
+                raise ValueError(message)
+            warnings.warn(message + "\nThese layers keep their weights (skip_mismatch=True).",
+                          stacklevel=3)
+        for weight, value in assignments:
+            weight.assign(value)
+        if optimizer_entry is not None:
+            _load_optimizer(*optimizer_entry, filepath)
+
+
+def ask_to_proceed_with_overwrite(filepath):
+    """Keras's prompt when `overwrite=False` and the file exists: True to overwrite."""
+    answer = input(f"[WARNING] {filepath} already exists - overwrite? [y/n]").strip().lower()
+    while answer not in ("y", "n"):
+        answer = input('Enter "y" (overwrite) or "n" (cancel).').strip().lower()
+    if answer == "n":
+        return False
+    print("[TIP] Next time specify overwrite=True!")
+    return True
+
+
+# -- checks -----------------------------------------------------------------------------------
+def _checked_path(model, filepath, caller):
+    filepath = os.fspath(filepath)
+    if not filepath.endswith(WEIGHTS_SUFFIX):
+        if filepath.endswith((".h5", ".hdf5")):
+            raise ValueError(
+                f"{caller}: {filepath} names a Keras 2 legacy HDF5 weights file (.h5), which "
+                f"kiln does not {'write' if caller == 'save_weights' else 'read'} yet; kiln "
+                f"supports the Keras 3 weights format: use a filepath ending in "
+                f"'{WEIGHTS_SUFFIX}'")
+        raise ValueError(f"{caller}: the filename must end in '{WEIGHTS_SUFFIX}' (the Keras 3 "
+                         f"weights format). Received: filepath={filepath}")
+    model.weights  # noqa: B018 (builds a model whose input shape is known, as Keras does)
+    if not model.built:
+        raise ValueError(f"{caller}: {model.context} has not been built yet: call it on data "
+                         "or use build() first, so that its weights exist")
+    return filepath
+
+
+def _refuse_other_formats(h5_file, filepath):
+    if "layer_names" in h5_file.attrs or "model_weights" in h5_file:
+        raise ValueError(f"load_weights: {filepath} holds Keras 2 legacy HDF5 weights "
+                         "(layer_names / model_weights), which kiln does not read yet; it "
+                         f"reads the Keras 3 weights format ('{WEIGHTS_SUFFIX}')")
+    if "vars" not in h5_file and "layers" not in h5_file:
+        raise ValueError(f"load_weights: {filepath} is an HDF5 file but not a Keras weights "
+                         "file (it has neither a 'vars' nor a 'layers' group)")
+
+
+def _check_layer(layer, path, group, filepath, assignments):
+    """Appends (weight, value) pairs to `assignments`; returns an error message or None."""
+    expected = own_variables(layer)
+    keys = array_keys(group)
+    where = f"{layer.context} (group '{path or '/'}')"
+    if len(keys) != len(expected):
+        return (f"{where} expected {len(expected)} variables "
+                f"{[(w.name, w.shape) for w in expected]}, the file has {len(keys)}")
+    pairs = []
+    for index, weight in enumerate(expected):
+        if str(index) not in keys:
+            return f"{where}: the file has no variable '{index}' ({weight.name})"
+        value = read_array(group, str(index), filepath)
+        if value.shape != weight.shape:
+            return (f"{where}: variable {index} ('{weight.name}') expected shape "
+                    f"{weight.shape}, the file has {value.shape}")
+        pairs.append((weight, value))
+    assignments.extend(pairs)
+    return None
+
+
+# -- values -----------------------------------------------------------------------------------
+def _values_to_save(saveable):
+    if is_optimizer(saveable):
+        get_state = getattr(saveable, "get_state", None)
+        return [np.asarray(v) for v in get_state().values()] if get_state else []
+    return [w.numpy() for w in own_variables(saveable)]
+
+
+def _load_optimizer(optimizer, group, filepath):
+    keys = array_keys(group)
+    get_state = getattr(optimizer, "get_state", None)
+    names = list(get_state()) if get_state else []
+    if len(names) != len(keys) or not hasattr(optimizer, "set_state"):
+        if keys:
+            # Keras warns and goes on with a fresh optimizer in this case too.
+            warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}', "
+                          f"because it has {len(names)} variables whereas the saved optimizer "
+                          f"({filepath}) has {len(keys)} variables.", stacklevel=4)
+        return
+    optimizer.set_state({name: read_array(group, str(index), filepath)
+                         for index, name in enumerate(names)})

@@ -1,0 +1,251 @@
+"""The Keras 3 weights file (`.weights.h5`) against real Keras: kiln's file has Keras's layout,
+Keras reads kiln's file and kiln reads Keras's, with the same predictions; loading refuses bad
+files with clear errors and leaves the model untouched; writes are atomic."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the shared real-Keras helper
+
+import h5py  # noqa: E402
+import keras_oracle  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from kiln import keras as kk  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("kiln_keras_env")
+
+
+def sequential_cnn(K):
+    return K.Sequential([
+        K.Input((8, 8, 1)),
+        K.layers.Conv2D(4, 3, activation="relu"),
+        K.layers.MaxPooling2D(),
+        K.layers.Conv2D(3, 3, padding="same"),
+        K.layers.Flatten(),
+        K.layers.Dense(4, activation="softmax"),
+    ])
+
+
+def functional_with_batch_norm(K):
+    inputs = K.Input((8, 8, 1))
+    x = K.layers.Conv2D(4, 3)(inputs)
+    x = K.layers.BatchNormalization()(x)
+    x = K.layers.Activation("relu")(x)
+    branch = K.layers.Conv2D(4, 3, padding="same")(x)
+    x = K.layers.Add()([x, branch])
+    x = K.layers.Flatten()(x)
+    outputs = K.layers.Dense(3, activation="softmax")(x)
+    return K.Model(inputs, outputs)
+
+
+ARCHITECTURES = [sequential_cnn, functional_with_batch_norm]
+
+
+def randomize(model, seed=0):
+    """Weights far from their initial values (BatchNormalization's statistics included), so a
+    weight that is not loaded shows in the predictions."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for weight in model.weights:
+        value = rng.normal(0, 0.5, weight.shape).astype(np.float32)
+        if "variance" in weight.path:
+            value = np.abs(value) + 0.5
+        values.append(value)
+    model.set_weights(values)
+
+
+def layout(filepath):
+    """{entry: description} of every group and dataset, with attributes."""
+    entries = {}
+
+    def visit(name, item):
+        if isinstance(item, h5py.Dataset):
+            entries[name] = ("dataset", item.shape, str(item.dtype), dict(item.attrs))
+        else:
+            entries[name] = ("group", dict(item.attrs))
+
+    with h5py.File(filepath, "r") as h5_file:
+        entries["/"] = ("root", dict(h5_file.attrs))
+        h5_file.visititems(visit)
+    return entries
+
+
+def inputs(seed=1):
+    return np.random.default_rng(seed).normal(size=(6, 8, 8, 1)).astype(np.float32)
+
+
+@pytest.mark.parametrize("build", ARCHITECTURES, ids=lambda b: b.__name__)
+def test_keras_reads_kiln_weights_file_with_the_same_layout(build, tmp_path):
+    keras = keras_oracle.real_keras()
+    keras.backend.clear_session()
+    kk.backend.clear_session()
+    model = build(kk)
+    randomize(model)
+    model.save_weights(tmp_path / "kiln.weights.h5")
+    reference = build(keras)
+    reference.save_weights(tmp_path / "keras.weights.h5")
+    # the same groups, datasets, shapes, dtypes and name attributes as Keras's own file
+    assert layout(tmp_path / "kiln.weights.h5") == layout(tmp_path / "keras.weights.h5")
+
+    reference.load_weights(tmp_path / "kiln.weights.h5")
+    np.testing.assert_allclose(reference.predict(inputs(), verbose=0), model.predict(inputs()),
+                               rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("build", ARCHITECTURES, ids=lambda b: b.__name__)
+def test_kiln_reads_keras_weights_file(build, tmp_path):
+    keras = keras_oracle.real_keras()
+    reference = build(keras)
+    randomize(reference, seed=3)
+    reference.save_weights(tmp_path / "keras.weights.h5")
+    model = build(kk)
+    model.load_weights(str(tmp_path / "keras.weights.h5"))
+    for mine, theirs in zip(model.get_weights(), reference.get_weights(), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+    np.testing.assert_allclose(model.predict(inputs()), reference.predict(inputs(), verbose=0),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_layers_are_matched_by_path_not_by_name(tmp_path):
+    """Two instances of one architecture have different layer names (conv2d vs conv2d_2)."""
+    first, second = sequential_cnn(kk), sequential_cnn(kk)
+    assert first.layers[0].name != second.layers[0].name
+    randomize(first)
+    first.save_weights(tmp_path / "a.weights.h5")
+    second.load_weights(tmp_path / "a.weights.h5")
+    np.testing.assert_array_equal(second.predict(inputs()), first.predict(inputs()))
+
+
+def test_trained_weights_round_trip(tmp_path):
+    model = functional_with_batch_norm(kk)
+    model.compile(optimizer=kk.optimizers.SGD(learning_rate=0.1), loss="categorical_crossentropy")
+    x, y = inputs(), np.eye(3, dtype=np.float32)[[0, 1, 2, 0, 1, 2]]
+    model.fit(x, y, batch_size=3, epochs=2, verbose=0, shuffle=False)
+    model.save_weights(tmp_path / "trained.weights.h5")
+    fresh = functional_with_batch_norm(kk)
+    fresh.load_weights(tmp_path / "trained.weights.h5")
+    for mine, theirs in zip(fresh.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+# -- optimizer state ----------------------------------------------------------------------------
+def test_optimizer_state_is_saved_in_keras_order_and_restored(tmp_path):
+    model = sequential_cnn(kk)
+    model.compile(optimizer=kk.optimizers.Adam(learning_rate=0.01),
+                  loss="categorical_crossentropy")
+    if not hasattr(model.optimizer, "get_state"):
+        pytest.skip("the optimizer has no get_state() / set_state() yet")
+    x, y = inputs(), np.eye(4, dtype=np.float32)[[0, 1, 2, 3, 0, 1]]
+    model.fit(x, y, batch_size=6, epochs=2, verbose=0, shuffle=False)
+    model.save_weights(tmp_path / "with_optimizer.weights.h5")
+    state = model.optimizer.get_state()
+    with h5py.File(tmp_path / "with_optimizer.weights.h5", "r") as h5_file:
+        group = h5_file["optimizer/vars"]
+        assert group.attrs["name"] == "adam"
+        saved = [np.asarray(group[str(i)]) for i in range(len(group))]
+    assert len(saved) == len(state)
+    for value, expected in zip(saved, state.values(), strict=True):
+        np.testing.assert_array_equal(value, expected)
+
+    resumed = sequential_cnn(kk)
+    resumed.compile(optimizer=kk.optimizers.Adam(learning_rate=0.01),
+                    loss="categorical_crossentropy")
+    resumed.load_weights(tmp_path / "with_optimizer.weights.h5")
+    for name, value in resumed.optimizer.get_state().items():
+        np.testing.assert_array_equal(value, state[name])
+    model.fit(x, y, batch_size=6, epochs=1, verbose=0, shuffle=False)
+    resumed.fit(x, y, batch_size=6, epochs=1, verbose=0, shuffle=False)
+    for mine, theirs in zip(resumed.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+# -- bad input --------------------------------------------------------------------------------
+def test_another_architecture_is_refused_and_nothing_is_loaded(tmp_path):
+    source = sequential_cnn(kk)
+    source.save_weights(tmp_path / "cnn.weights.h5")
+    target = functional_with_batch_norm(kk)
+    before = target.get_weights()
+    with pytest.raises(ValueError) as error:
+        target.load_weights(tmp_path / "cnn.weights.h5")
+    message = str(error.value)
+    assert "cnn.weights.h5" in message
+    assert "BatchNormalization 'batch_normalization" in message
+    assert "expected 4 variables" in message
+    for now, then in zip(target.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(now, then)
+
+
+def test_shape_mismatch_names_layer_and_shapes_and_skip_mismatch_loads_the_rest(tmp_path):
+    def build(units):
+        return kk.Sequential([kk.Input((5,)), kk.layers.Dense(3), kk.layers.Dense(units)])
+
+    source = build(2)
+    randomize(source)
+    source.save_weights(tmp_path / "dense.weights.h5")
+    target = build(4)
+    with pytest.raises(ValueError, match=r"Dense 'dense_\d+' \(group 'layers/dense_1'\): "
+                                         r"variable 0 \('kernel'\) expected shape \(3, 4\), "
+                                         r"the file has \(3, 2\)"):
+        target.load_weights(tmp_path / "dense.weights.h5")
+    last = target.layers[-1].get_weights()
+    with pytest.warns(UserWarning, match="skip_mismatch=True"):
+        target.load_weights(tmp_path / "dense.weights.h5", skip_mismatch=True)
+    np.testing.assert_array_equal(target.layers[0].get_weights()[0],
+                                  source.layers[0].get_weights()[0])
+    np.testing.assert_array_equal(target.layers[-1].get_weights()[0], last[0])
+
+
+def test_legacy_h5_names_the_format_and_what_is_supported(tmp_path):
+    model = sequential_cnn(kk)
+    with pytest.raises(ValueError, match=r"Keras 2 legacy HDF5 weights file \(\.h5\).*"
+                                         r"'\.weights\.h5'"):
+        model.save_weights(tmp_path / "model.h5")
+    with pytest.raises(ValueError, match=r"legacy HDF5.*'\.weights\.h5'"):
+        model.load_weights(tmp_path / "model.h5")
+    with pytest.raises(ValueError, match="must end in '.weights.h5'"):
+        model.save_weights(tmp_path / "model.npz")
+    # a Keras 2 file renamed to .weights.h5 is recognized by its content
+    with h5py.File(tmp_path / "renamed.weights.h5", "w") as h5_file:
+        h5_file.attrs["layer_names"] = [b"dense"]
+    with pytest.raises(ValueError, match="Keras 2 legacy HDF5 weights"):
+        model.load_weights(tmp_path / "renamed.weights.h5")
+
+
+def test_files_that_are_not_weights_files(tmp_path):
+    model = sequential_cnn(kk)
+    (tmp_path / "text.weights.h5").write_text("not hdf5")
+    with pytest.raises(OSError, match="text.weights.h5 is not a readable HDF5 weights file"):
+        model.load_weights(tmp_path / "text.weights.h5")
+    with h5py.File(tmp_path / "other.weights.h5", "w") as h5_file:
+        h5_file["data"] = np.zeros(3)
+    with pytest.raises(ValueError, match="not a Keras weights file"):
+        model.load_weights(tmp_path / "other.weights.h5")
+    with pytest.raises(FileNotFoundError):
+        model.load_weights(tmp_path / "missing.weights.h5")
+
+
+def test_links_to_other_files_are_refused(tmp_path):
+    model = kk.Sequential([kk.Input((5,)), kk.layers.Dense(3)])
+    model.save_weights(tmp_path / "good.weights.h5")
+    with h5py.File(tmp_path / "evil.weights.h5", "w") as h5_file:
+        h5_file.create_group("vars").attrs["name"] = "sequential"
+        h5_file["layers/dense"] = h5py.ExternalLink(str(tmp_path / "good.weights.h5"),
+                                                    "layers/dense")
+    with pytest.raises(ValueError, match="ExternalLink, which is not allowed"):
+        model.load_weights(tmp_path / "evil.weights.h5")
+
+
+def test_unbuilt_model_is_refused(tmp_path):
+    class Net(kk.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = kk.layers.Dense(2)
+
+        def call(self, x):
+            return self.dense(x)
+
+    with pytest.raises(ValueError, match="has not been built yet"):
+        Net().save_weights(tmp_path / "never_written.weights.h5")
+    assert list(tmp_path.iterdir()) == []
