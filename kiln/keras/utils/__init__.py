@@ -277,3 +277,8 @@ class Progbar:
         stream = self._output()
         stream.write(text)
         stream.flush()
+
+
+# Keras's other utils, one module each (imported last: they use nothing above).
+from .py_dataset import PyDataset, Sequence  # noqa: E402, F401
+from .random_seed import set_random_seed  # noqa: E402, F401
