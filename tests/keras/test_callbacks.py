@@ -238,15 +238,19 @@ def test_early_stopping_restores_best_weights():
 
 
 def test_early_stopping_mode_auto_and_max():
-    assert EarlyStopping(monitor="val_accuracy").mode == "max"
-    assert EarlyStopping(monitor="loss").mode == "min"
-    assert EarlyStopping(monitor="val_mae").mode == "min"
+    """As Keras 3, "auto" stays "auto" and resolves at the first epoch end."""
+    for monitor, increasing in (("val_accuracy", True), ("loss", False), ("val_mae", False),
+                                ("val_acc", True)):
+        callback = EarlyStopping(monitor=monitor)
+        run_early_stopping(callback, [0.5], monitor=monitor)
+        assert callback.mode == "auto"
+        assert callback._is_improvement(0.6, 0.5) is increasing
     callback = EarlyStopping(monitor="accuracy", patience=1)
     epochs_run, _ = run_early_stopping(callback, [0.5, 0.9, 0.8, 0.95],
                                        monitor="accuracy")
     assert epochs_run == 3
     with pytest.warns(UserWarning, match="mode 'bogus' is unknown"):
-        assert EarlyStopping(mode="bogus").mode == "min"
+        assert EarlyStopping(mode="bogus").mode == "auto"
 
 
 def test_early_stopping_baseline():
@@ -263,7 +267,7 @@ def test_early_stopping_baseline():
 def test_early_stopping_missing_metric_warns_and_continues():
     callback = EarlyStopping()
     callback.set_model(FakeModel())
-    with pytest.warns(UserWarning, match="'val_loss' which is not available. "
+    with pytest.warns(UserWarning, match="`val_loss` which is not available. "
                                          "Available metrics are: loss"):
         callback.on_epoch_end(0, {"loss": 1.0})
     assert callback.model.stop_training is False

@@ -1,65 +1,57 @@
-"""EarlyStopping: stop training when a monitored metric stops improving."""
+"""EarlyStopping: stop training when a monitored metric stops improving (Keras 3 semantics)."""
 
-import warnings
-
-from .callback import Callback
+from .monitor_callback import MonitorCallback
 
 
-class EarlyStopping(Callback):
+class EarlyStopping(MonitorCallback):
     """Stops training when a monitored metric has stopped improving.
 
     Args:
-        monitor: Name of the epoch-end metric to watch.
+        monitor: Name of the epoch-end metric to watch ("val_acc" and "val_accuracy" find
+            each other).
         min_delta: Smallest change that counts as an improvement.
         patience: Number of epochs without improvement before stopping.
         verbose: 1 prints a message when stopping, 0 is silent.
-        mode: `"min"`, `"max"`, or `"auto"` (inferred from the name:
-            losses and errors decrease, accuracies and the like increase).
-        baseline: Value the metric must beat; training stops after
-            `patience` epochs without beating it.
-        restore_best_weights: Whether to restore, at the end of training,
-            the weights of the best epoch (via `model.get_weights()` and
-            `model.set_weights()`).
+        mode: "min", "max", or "auto" (from the metric: losses and errors decrease,
+            accuracies and the like increase).
+        baseline: Value the metric must beat; training stops after `patience` epochs
+            without beating it.
+        restore_best_weights: Whether to restore, at the end of training, the weights of the
+            best epoch (via `model.get_weights()` / `model.set_weights()`). As in Keras, they
+            are restored only if some epoch was monitored.
         start_from_epoch: Number of warm-up epochs not monitored.
     """
 
-    def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0,
-                 mode="auto", baseline=None, restore_best_weights=False,
-                 start_from_epoch=0):
-        super().__init__()
-        if mode not in ("auto", "min", "max"):
-            warnings.warn(f"EarlyStopping mode {mode!r} is unknown, "
-                          "falling back to 'auto'.", stacklevel=2)
-            mode = "auto"
-        if mode == "auto":
-            mode = _infer_mode(monitor)
-        self.monitor = monitor
-        self.mode = mode
-        self.min_delta = abs(min_delta)
+    _missing_message = ("Early stopping conditioned on metric `{monitor}` which is not "
+                        "available. Available metrics are: {available}")
+
+    def __init__(self, monitor="val_loss", min_delta=0, patience=0, verbose=0, mode="auto",
+                 baseline=None, restore_best_weights=False, start_from_epoch=0):
+        super().__init__(monitor, mode, min_delta=min_delta)
         self.patience = patience
         self.verbose = verbose
         self.baseline = baseline
         self.restore_best_weights = restore_best_weights
         self.start_from_epoch = start_from_epoch
-        self.on_train_begin()
+        self.wait = 0
+        self.stopped_epoch = 0
+        self.best_weights = None
+        self.best_epoch = 0
 
     def on_train_begin(self, logs=None):
         # Reset so one instance can serve several fit() calls.
+        super().on_train_begin(logs)
         self.wait = 0
         self.stopped_epoch = 0
         self.best = None
-        self.best_epoch = 0
         self.best_weights = None
+        self.best_epoch = 0
 
     def on_epoch_end(self, epoch, logs=None):
-        current = (logs or {}).get(self.monitor)
-        if current is None:
-            warnings.warn(
-                f"Early stopping conditioned on metric {self.monitor!r} "
-                "which is not available. Available metrics are: "
-                f"{', '.join(logs or {})}", stacklevel=2)
-            return
-        if epoch < self.start_from_epoch:
+        if self.monitor_op is None:
+            self._set_monitor_op()
+        current = self.get_monitor_value(logs)
+        if current is None or epoch < self.start_from_epoch:
             return
         if self.restore_best_weights and self.best_weights is None:
             # Until something improves, the current weights are the best.
@@ -73,8 +65,7 @@ class EarlyStopping(Callback):
             if self.restore_best_weights:
                 self.best_weights = self.model.get_weights()
             # Only restart the count once the baseline is beaten too.
-            if self.baseline is None or self._is_improvement(
-                    current, self.baseline):
+            if self.baseline is None or self._is_improvement(current, self.baseline):
                 self.wait = 0
             return
         if self.wait >= self.patience and epoch > 0:
@@ -86,22 +77,6 @@ class EarlyStopping(Callback):
             print(f"Epoch {self.stopped_epoch + 1}: early stopping")
         if self.restore_best_weights and self.best_weights is not None:
             if self.verbose > 0:
-                print("Restoring model weights from the end of the best "
-                      f"epoch: {self.best_epoch + 1}.")
+                print("Restoring model weights from the end of the best epoch: "
+                      f"{self.best_epoch + 1}.")
             self.model.set_weights(self.best_weights)
-
-    def _is_improvement(self, value, reference):
-        if reference is None:
-            return True
-        if self.mode == "min":
-            return value + self.min_delta < reference
-        return value - self.min_delta > reference
-
-
-def _infer_mode(monitor):
-    """Returns "max" for metrics that grow when better, else "min"."""
-    name = monitor.removeprefix("val_").lower()
-    increasing = ("acc", "auc", "precision", "recall", "f1", "iou")
-    if "loss" not in name and any(part in name for part in increasing):
-        return "max"
-    return "min"

@@ -23,8 +23,10 @@ def atomic_path(filepath):
     """
     filepath = os.fspath(filepath)
     folder = os.path.dirname(os.path.abspath(filepath))
+    # Hidden, and ending like the final name: a writer that checks the suffix (".keras",
+    # ".weights.h5") accepts the temporary path too.
     descriptor, temporary = tempfile.mkstemp(
-        dir=folder, prefix=f".{os.path.basename(filepath)}.", suffix=".tmp")
+        dir=folder, prefix=".tmp-", suffix=f"-{os.path.basename(filepath)}")
     os.close(descriptor)
     try:
         yield temporary

@@ -7,7 +7,13 @@ model's weights open in Keras and a Keras model's weights open in kiln:
     layers/<path>/vars        attrs {"name": <layer name>}, datasets "0", "1", ... holding the
                               layer's own variables (trainable ones first, in creation order)
     optimizer/vars            attrs {"name": <optimizer name>}, datasets "0", "1", ...: the
-                              optimizer state (iterations, learning rate, slots) when compiled
+                              optimizer state (`optimizer.get_state()`) when compiled
+
+kiln's optimizer state is its update kernels' arenas (one array per slot over all weights,
+in the engine's layout), not Keras's one array per slot and variable, so the optimizer group
+also carries `state_names` (the get_state() keys, in order): kiln reads its own state back by
+name, even into an optimizer that has not stepped yet, and Keras, finding a different count of
+variables, skips the optimizer with a warning as it does for any mismatch.
 
 Layers are found by path, not by name (saveable_paths.py explains the paths). Every group gets
 its `name` attribute even for a layer without variables, as Keras writes it.
@@ -31,20 +37,26 @@ from .saveable_paths import is_optimizer, object_name, own_variables, saveable_p
 WEIGHTS_SUFFIX = ".weights.h5"
 
 
-def save_weights(model, filepath, overwrite=True):
-    """Writes `model`'s weights (and its optimizer's state, if compiled) to `filepath`."""
+def save_weights(model, filepath, overwrite=True, root_attributes=None):
+    """Writes `model`'s weights (and its optimizer's state, if compiled) to `filepath`;
+    `root_attributes` (kiln's own use, e.g. BackupAndRestore's epoch) go on the file's root,
+    where they are written in the same atomic step as the weights."""
     filepath = _checked_path(model, filepath, "save_weights")
     if os.path.exists(filepath) and not overwrite and not ask_to_proceed_with_overwrite(
             filepath):
         return
     # Read every value before opening the file: a failure here writes nothing.
-    entries = [(path, object_name(saveable), _values_to_save(saveable))
+    entries = [(path, saveable, _values_to_save(saveable))
                for path, saveable in saveable_paths(model)]
     with atomic_path(filepath) as temporary:
         with h5py.File(temporary, "w") as h5_file:
-            for path, name, values in entries:
+            h5_file.attrs.update(root_attributes or {})
+            for path, saveable, values in entries:
                 group = h5_file.create_group(f"{path}/vars" if path else "vars")
-                group.attrs["name"] = name
+                group.attrs["name"] = object_name(saveable)
+                if is_optimizer(saveable):
+                    group.attrs["state_names"] = list(values)
+                    values = values.values()
                 for index, value in enumerate(values):
                     group[str(index)] = value
 
@@ -146,22 +158,34 @@ def _check_layer(layer, path, group, filepath, assignments):
 
 # -- values -----------------------------------------------------------------------------------
 def _values_to_save(saveable):
+    """A layer's variables (a list) or an optimizer's state (a dict name -> array)."""
     if is_optimizer(saveable):
         get_state = getattr(saveable, "get_state", None)
-        return [np.asarray(v) for v in get_state().values()] if get_state else []
+        return {name: np.asarray(v) for name, v in get_state().items()} if get_state else {}
     return [w.numpy() for w in own_variables(saveable)]
 
 
 def _load_optimizer(optimizer, group, filepath):
     keys = array_keys(group)
-    get_state = getattr(optimizer, "get_state", None)
-    names = list(get_state()) if get_state else []
-    if len(names) != len(keys) or not hasattr(optimizer, "set_state"):
-        if keys:
-            # Keras warns and goes on with a fresh optimizer in this case too.
-            warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}', "
-                          f"because it has {len(names)} variables whereas the saved optimizer "
-                          f"({filepath}) has {len(keys)} variables.", stacklevel=4)
+    if not keys:
         return
-    optimizer.set_state({name: read_array(group, str(index), filepath)
-                         for index, name in enumerate(names)})
+    names = [str(name) for name in group.attrs.get("state_names", [])]
+    if not names:
+        # Keras's layout (one array per slot and variable) has no kiln counterpart yet
+        warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}': "
+                      f"{filepath} holds {len(keys)} optimizer variables in Keras's per-variable "
+                      "layout, which kiln's optimizers do not read yet; training continues "
+                      "with a fresh optimizer state.", stacklevel=4)
+        return
+    if len(names) != len(keys) or not hasattr(optimizer, "set_state"):
+        # Keras warns and goes on with a fresh optimizer in this case too.
+        warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}', "
+                      f"because the saved optimizer ({filepath}) has {len(keys)} variables "
+                      f"{names} that {type(optimizer).__name__} cannot take.", stacklevel=4)
+        return
+    state = {name: read_array(group, str(index), filepath) for index, name in enumerate(names)}
+    try:
+        optimizer.set_state(state)
+    except (ValueError, TypeError) as error:  # e.g. Adam's state into an SGD: Keras skips too
+        warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}' "
+                      f"from {filepath}: {error}", stacklevel=4)
