@@ -8,7 +8,17 @@ import ctypes
 import os
 import site
 import sys
-from ctypes import POINTER, c_char, c_char_p, c_float, c_int, c_int64, c_size_t, c_void_p
+from ctypes import (
+    POINTER,
+    c_char,
+    c_char_p,
+    c_float,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_void_p,
+)
 
 LIBRARY_NAME = "libdnnl.so.3"
 
@@ -96,6 +106,8 @@ DECLARATIONS = {
     "dnnl_batch_normalization_backward_primitive_desc_create":
         (status_t, [PH, H, c_int, H, H, H, c_float, ctypes.c_uint, H, H]),
     "dnnl_post_ops_append_binary": (status_t, [H, c_int, H]),
+    # (post_ops, scale, zero_point, data_type): dst = conv(...) + scale * dst_before
+    "dnnl_post_ops_append_sum": (status_t, [H, c_float, c_int32, c_int]),
     "dnnl_matmul_primitive_desc_create": (status_t, [PH, H, H, H, H, H, H]),
     "dnnl_sgemm": (status_t, [c_char, c_char, dim_t, dim_t, dim_t, c_float, c_void_p, dim_t,
                               c_void_p, dim_t, c_float, c_void_p, dim_t]),

@@ -39,7 +39,10 @@ class Attributes:
             post_ops = ctypes.c_void_p()
             check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post-ops create")
             for op in eltwise_post_ops:
-                if op[0] == "binary":
+                if op[0] == "sum":
+                    check(lib.dnnl_post_ops_append_sum(post_ops, 1.0, 0, dnnl.data_type_undef),
+                          "post-ops sum")
+                elif op[0] == "binary":
                     check(lib.dnnl_post_ops_append_binary(post_ops, op[1], op[2].handle),
                           "post-ops binary", f"alg {op[1]} {op[2]}")
                 else:

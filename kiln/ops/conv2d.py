@@ -12,6 +12,7 @@ from ..binding.memory import MemoryDesc, layout_key, to_dims
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes, post_op_arg
 from .base import Op
 from .eltwise import eltwise_backward, post_ops
+from .merge import add_binary
 from .tensor import Tensor
 
 # Convolutions keep no workspace, so inference plans may use the training kind too. Which kind
@@ -104,8 +105,11 @@ class Conv2D(Op):
         return (top, left), (bottom, right)
 
     # -- forward and backward -------------------------------------------------------------------
-    def forward(self, builder, x, need_input_grad=True):
-        """Plan `y = activation(conv(x, kernel) + bias)`; returns (y, backward)."""
+    def forward(self, builder, x, need_input_grad=True, residual=None):
+        """Plan `y = activation(conv(x, kernel) + bias [+ residual])`; returns (y, backward).
+        `residual` (a Tensor of the output's dims that nothing reads afterwards; inference
+        plans only) is added by a sum post-op before the activation, y overwriting it in place:
+        a residual block's add (see conv2d_residual.py)."""
         input_dims = x.dims
         output_dims = self.output_dims(input_dims)
         weight_dims = self.parameter_dims(input_dims)["kernel"][0]
@@ -130,19 +134,44 @@ class Conv2D(Op):
             affine = self.channel_affine(builder, self.filters)
         binary = () if affine is None else (("binary", dnnl.binary_mul, affine[0].desc),
                                             ("binary", dnnl.binary_add, affine[1].desc))
-
         kind = forward_kind(builder)
 
-        def make_forward():
-            attributes = Attributes(binary + tuple(post_ops(self.activation)))
-            return PrimitiveDesc(
-                "dnnl_convolution_forward_primitive_desc_create", "convolution forward", shapes,
-                kind, dnnl.convolution_direct, src_any.handle, w_any.handle,
-                bias_handle, dst_any.handle, strides, dilates, pad_l_dims, pad_r_dims,
-                attributes.handle)
+        def forward_primitive(activation, residual_desc=None):
+            extra = () if residual_desc is None else (("sum",),)
+            dst = dst_any if residual_desc is None else residual_desc  # written in place
 
-        fwd = builder.primitive(("conv fwd", kind, dt, geometry, self.activation,
-                                 affine is not None), make_forward)
+            def make_forward():
+                attributes = Attributes(binary + extra + tuple(post_ops(activation)))
+                return PrimitiveDesc(
+                    "dnnl_convolution_forward_primitive_desc_create", "convolution forward",
+                    shapes, kind, dnnl.convolution_direct, src_any.handle, w_any.handle,
+                    bias_handle, dst.handle, strides, dilates, pad_l_dims, pad_r_dims,
+                    attributes.handle)
+
+            return builder.primitive(
+                ("conv fwd", kind, dt, geometry, activation, affine is not None,
+                 None if residual_desc is None else layout_key(residual_desc)), make_forward)
+
+        residual_memory = None
+        if residual is not None:
+            if builder.training:
+                raise ValueError(f"Conv2D '{self.name}': a fused residual add is for "
+                                 "inference plans only")
+            # the sum post-op accumulates into dst, so the residual must be in the layout the
+            # convolution writes anyway. (A binary add post-op could read it in any layout but
+            # costs brgconv on AVX2 1.4 ms a call here, more than the add it saves.)
+            preferred = forward_primitive(None).pd.md(dnnl.query_dst_md)
+            residual_memory = builder.overwrite(builder.reorder(
+                residual.memory, preferred, f"{self.name} residual to layout"))
+        fwd = forward_primitive(self.activation,
+                                None if residual_memory is None else residual_memory.desc)
+        separate_add = False
+        if residual_memory is not None and fwd.pd.implementation.startswith("ref"):
+            # oneDNN has no optimized kernel with a sum post-op into this layout (4 channels
+            # in plain NCHW on AVX2): a fast convolution and a separate add instead
+            separate_add = not forward_primitive(None).pd.implementation.startswith("ref")
+            if separate_add:
+                fwd = forward_primitive(None)
 
         def backward_weights():
             return builder.primitive(("conv bwd weights", dt, geometry), lambda: PrimitiveDesc(
@@ -159,13 +188,18 @@ class Conv2D(Op):
         args = {dnnl.ARG_SRC: src,
                 dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
                                                 fwd.pd.md(dnnl.query_weights_md)),
-                dnnl.ARG_DST: builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
+                dnnl.ARG_DST: residual_memory if residual_memory is not None and not separate_add
+                else builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
         if self.use_bias:
             args[dnnl.ARG_BIAS] = builder.param(f"{self.name}/bias", bias_desc)
         if affine is not None:
             args[post_op_arg(0)], args[post_op_arg(1)] = affine
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
         output = args[dnnl.ARG_DST]
+        if separate_add:
+            add_binary(builder, dnnl.binary_add, residual_memory, output, residual_memory,
+                       f"{self.name} residual add", self.activation, who=f"Conv2D '{self.name}'")
+            output = residual_memory
 
         def backward(output_grad):
             grad = output_grad

@@ -64,6 +64,7 @@ class PlanBuilder:
         self._written = set()        # parameters whose gradient buffer a call already writes
         self._pooled = []            # whole-batch buffers finish() lays out by liveness
         self._kept = set()           # id(Memory) of pooled buffers that keep their own bytes
+        self._reordered = {}         # (id(source), layout) -> target, inference forward only
         self.planned_bytes = {}
 
     # -- buffers and primitives -------------------------------------------------------------
@@ -131,13 +132,31 @@ class PlanBuilder:
         filled by a reorder call added to the forward (or backward) list."""
         if source.desc == desc:
             return source
+        # Two readers that want the same tensor in the same layout (a residual block's input:
+        # the next conv and the add fused into a later conv) share one reorder in inference
+        # plans, where a tensor is only written again after an overwrite() call.
+        memo = None
+        if not self.training and not backward and self._slice is None:
+            memo = (id(source), layout_key(desc))
+            if memo in self._reordered:
+                return self._reordered[memo][1]
         target = self.allocate(desc)
+        if memo is not None:
+            self._reordered[memo] = (source, target)  # the source stays alive: ids stay unique
         key = ("reorder", layout_key(source.desc), layout_key(desc))
         primitive = self.primitive(key, lambda: reorder_pd(source.desc, desc))
         call = self.bind(primitive, {dnnl.ARG_FROM: source, dnnl.ARG_TO: target}, label)
         (self.add_backward if backward else self.add_forward)(call)
         self.reorder_labels.append(label)
         return target
+
+    def overwrite(self, memory):
+        """Say that a call is about to write over `memory` in place (a convolution adding into
+        its residual input): reorders taken from it, or sharing its bytes, are stale after."""
+        self._reordered = {key: (source, target) for key, (source, target)
+                           in self._reordered.items()
+                           if source is not memory and target is not memory}
+        return memory
 
     # -- parameters -------------------------------------------------------------------------
     def param(self, name, desc):
