@@ -13,6 +13,8 @@ import numbers
 import os
 import warnings
 
+import numpy as np
+
 _DATA_FORMATS = ("channels_last", "channels_first")
 _FLOAT_TYPES = ("float16", "bfloat16", "float32", "float64")
 _DEFAULTS = {
@@ -221,3 +223,28 @@ def clear_session(free_memory=True):
     from .layers import base_layer  # the front end's layers depend on this module, not back
 
     base_layer.reset_names()
+
+
+def get_value(x):
+    """Returns the value of a variable as a numpy array (Keras 2's `K.get_value`).
+
+    Works on `optimizer.learning_rate` / `optimizer.lr`, `optimizer.iterations`, layer
+    weights and anything numpy can convert.
+    """
+    if hasattr(x, "numpy"):
+        return x.numpy()
+    return np.asarray(x)
+
+
+def set_value(x, value):
+    """Sets the value of a variable (Keras 2's `K.set_value`), e.g.
+    `set_value(model.optimizer.lr, 0.5)`.
+
+    Raises:
+        TypeError: If `x` is not a variable (has no `assign`), or if it is the learning rate
+            of an optimizer that follows a schedule.
+    """
+    if not hasattr(x, "assign"):
+        raise TypeError(f"set_value: argument x must be a variable (with an assign method), "
+                        f"got {type(x).__name__}")
+    x.assign(np.asarray(value))

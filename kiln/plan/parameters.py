@@ -38,6 +38,7 @@ class ParameterStore:
         self.trainable_size = 0   # floats at the start of the arenas the optimizer updates
         self.stale = False        # parameters came or went since the last plan was built
         self._packed_order = None
+        self._trainable_segments = ()
 
     def add(self, name, dims, user_tag, value, trainable=True):
         if name in self.parameters:
@@ -118,6 +119,15 @@ class ParameterStore:
         self._packed_order = order
         self.values_arena = values.view(np.float32)
         self.grads_arena = grads.view(np.float32)
+        self._trainable_segments = tuple(
+            (p.name, offset // 4, (offset + p.value.desc.size) // 4)
+            for p, offset in zip(laid_out, offsets, strict=True) if p.trainable)
+
+    def trainable_segments(self):
+        """((name, start, stop), ...): where each trainable parameter lies in the arenas, in
+        floats (stop - start includes a blocked layout's zero padding). The same tuple object
+        until the next repacking, so the optimizer can tell in O(1) that nothing moved."""
+        return self._trainable_segments
 
     # -- Keras-layout access (edges) ---------------------------------------------------------
     def get_value(self, name):

@@ -271,12 +271,12 @@ class StepPlan:
         return self.stats
 
     def _update(self):
-        """The optimizer over the trainable part of the arena (frozen weights and state are
-        packed after it)."""
-        count = self.parameters.trainable_size
-        if count:
-            self.optimizer.apply(self.parameters.values_arena[:count],
-                                 self.parameters.grads_arena[:count])
+        """The optimizer over the trainable weights, given as segments of the arenas
+        (frozen weights and state are packed after them)."""
+        store = self.parameters
+        if store.trainable_size:
+            self.optimizer.apply(store.values_arena, store.grads_arena,
+                                 store.trainable_segments())
 
     def predict_step(self):
         for run in self._runs:

@@ -23,8 +23,11 @@ def warm_up():
     policies = ["float32"] + (["mixed_bfloat16"] if mixed_precision.native_bf16() else [])
     for policy in policies:
         mixed_precision.set_global_policy(policy)
-        for optimizer in (optimizers.SGD(momentum=0.9), optimizers.SGD(nesterov=True),
-                          optimizers.RMSprop(), optimizers.Adadelta(), optimizers.Adam()):
+        # one per update kernel (AdamW shares Adam's); clipnorm compiles the norm reduction
+        for optimizer in (optimizers.SGD(momentum=0.9), optimizers.RMSprop(),
+                          optimizers.Adadelta(), optimizers.Adam(clipnorm=1.0),
+                          optimizers.Nadam(), optimizers.Adamax(), optimizers.Adagrad(),
+                          optimizers.Lion()):
             # pooling + dropout (fused in f32) and a dropout after a dense layer (separate)
             model = Sequential([Conv2D(16, (3, 3), activation="relu", input_shape=(6, 6, 1)),
                                 MaxPooling2D(), Dropout(0.5), Flatten(),
