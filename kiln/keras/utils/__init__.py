@@ -280,5 +280,6 @@ class Progbar:
 
 
 # Keras's other utils, one module each (imported last: they use nothing above).
+from .image_dataset import image_dataset_from_directory  # noqa: E402, F401
 from .py_dataset import PyDataset, Sequence  # noqa: E402, F401
 from .random_seed import set_random_seed  # noqa: E402, F401
