@@ -1,8 +1,11 @@
 """StepPlan: a model's graph compiled for one batch shape into a flat list of bound calls.
 
 Training plan:  input reorder -> forward (fused primitives, nodes in topological order) ->
-                loss head -> backward in reverse order, gradients summed where a tensor has
-                several consumers -> optimizer update over the packed parameter arena.
+                loss heads (one per output with a loss, see loss_plan.py) and metric kernels ->
+                backward in reverse order, gradients summed where a tensor has several
+                consumers -> optimizer update over the packed parameter arena.
+Evaluation plan: the same loss heads and metric kernels after a forward_inference forward,
+                no backward (evaluate() computes loss and metrics with the training kernels).
 Inference plan: input reorder -> forward (forward_inference primitives) -> output reorders.
 
 The convolutional front (the per-image ops from the input on) may run in sub-batches so its
@@ -26,6 +29,7 @@ from . import sub_batches
 from .builder import KernelCall, PlanBuilder
 from .gradients import GradientMap
 from .liveness import kernel_arrays
+from .loss_plan import OutputLoss, plan_heads, resolve
 from .sub_batches import SubBatchUnsupported
 
 
@@ -63,34 +67,46 @@ class StepPlan:
         graph: the model's Graph after fusion (kiln.graph.topology.Graph).
         batch_size: samples per step.
         parameters: the model's ParameterStore.
-        loss_head: for training, an op with `forward(builder, logits, labels)`; the graph's
-            output must then be a softmax, which the loss head fuses (it is not run).
-        optimizer: for training, a runtime updater with `apply(values, grads)`.
+        loss_head: shorthand for `losses=[OutputLoss(loss_head)]` (a model with one output).
+        optimizer: for training, a runtime updater with `apply(values, grads)`; without it a
+            plan with losses is an evaluation plan (forward_inference, no backward).
         data_type: dnnl.f32, or dnnl.bf16 for bf16 activations and conv/dense inputs (weights,
             their gradients and the optimizer stay f32).
         sub_batch: images per sub-batch of the convolutional front; None chooses (see
             sub_batches.py), 0 runs the whole batch at once.
+        losses: kiln.plan.loss_plan.OutputLoss per output that has a loss.
+        metrics: callables `metric(builder, views)` that add metric kernels reading the
+            heads' HeadViews (outputs, labels, sample weights), after the heads.
     """
 
     def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
-                 data_type=dnnl.f32, sub_batch=None):
+                 data_type=dnnl.f32, sub_batch=None, losses=None, metrics=()):
         start = time.perf_counter()
         self.graph = graph
-        self.training = loss_head is not None
-        if self.training and len(graph.outputs) != 1:
-            raise ValueError(f"training needs a model with one output, got "
-                             f"{len(graph.outputs)}")
-        self.loss_node = graph.outputs[0].node if self.training else None
+        if loss_head is not None:
+            losses = [OutputLoss(loss_head)]
+        self.losses = list(losses or ())
+        self.training = bool(self.losses) and optimizer is not None
+        self.evaluating = bool(self.losses) and optimizer is None
+        self.heads = resolve(graph, self.losses, batch_size) if self.losses else []
+        self._skipped = {id(view.skip) for view in self.heads if view.skip is not None}
+        self._replaced = {id(view.replace[0]): view.replace[1]
+                          for view in self.heads if view.replace is not None}
+        self.metrics = list(metrics)
         first = graph.inputs[0]
         dims = (batch_size, *first.dims[1:])
         itemsize = 2 if data_type == dnnl.bf16 else 4
-        chain = [node for node in front_chain(graph) if node is not self.loss_node]
+        chain = []
+        for node in front_chain(graph):  # a node the heads change ends the sliced front
+            if id(node) in self._skipped or id(node) in self._replaced:
+                break
+            chain.append(node)
         sliced, images = sub_batches.choose([node.op for node in chain], dims, itemsize)
         if sub_batch is not None:
             sliced, images = (sliced, sub_batch) if sub_batch else (0, batch_size)
         if sliced and batch_size % images:
             raise ValueError(f"sub_batch={images} does not divide the batch of {batch_size}")
-        arguments = (graph, batch_size, parameters, loss_head, optimizer, data_type, chain)
+        arguments = (graph, batch_size, parameters, optimizer, data_type, chain)
         try:
             self._build(*arguments, sliced, images)
         except SubBatchUnsupported:
@@ -98,8 +114,8 @@ class StepPlan:
             self._build(*arguments, 0, batch_size)
         self.build_seconds = time.perf_counter() - start
 
-    def _build(self, graph, batch_size, parameters, loss_head, optimizer, data_type, chain,
-               sliced, images):
+    def _build(self, graph, batch_size, parameters, optimizer, data_type, chain, sliced,
+               images):
         self.parameters = parameters
         self.optimizer = optimizer
         self.sub_batch = images if sliced else 0
@@ -128,26 +144,26 @@ class StepPlan:
             backwards.append((front[-1].output, [graph.inputs[0]], backward, 1))
             planned = {id(node) for node in front}
         for node in graph.nodes:
-            if id(node) in planned or node is self.loss_node:
+            if id(node) in planned or id(node) in self._skipped:
                 continue
+            op = self._replaced.get(id(node), node.op)
             xs = [values[id(t)] for t in node.inputs]
             needs = [requires_grad[id(t)] for t in node.inputs]
-            many = node.op.arity is None
-            output, backward = node.op.forward(builder, xs if many else xs[0],
-                                               needs if many else needs[0])
+            many = op.arity is None
+            output, backward = op.forward(builder, xs if many else xs[0],
+                                          needs if many else needs[0])
             values[id(node.output)] = output
-            learns = trainable_parameters(node.op, [x.dims for x in xs] if many else xs[0].dims,
+            learns = trainable_parameters(op, [x.dims for x in xs] if many else xs[0].dims,
                                           parameters)
             requires_grad[id(node.output)] = any(needs) or learns
             backwards.append((node.output, node.inputs, backward, 0 if many else 1))
 
+        if self.losses:
+            self._plan_losses(builder, values)
         if self.training:
-            logits = self.loss_node.inputs[0]
-            self.labels = np.zeros((batch_size, *graph.outputs[0].shape[1:]), dtype=np.float32)
-            self.outputs, self.stats, loss_backward = loss_head.forward(
-                builder, values[id(logits)], self.labels)
             grads = GradientMap(builder, requires_grad)
-            grads.deliver([logits], [loss_backward()])
+            for tensor, grad in self._head_grads:
+                grads.deliver([tensor], [grad])
             for output, inputs, backward, arity in reversed(backwards):
                 grad = grads.take(output)
                 if grad is None:
@@ -155,7 +171,7 @@ class StepPlan:
                 result = backward(grad)
                 grads.deliver(inputs, [result] if arity == 1 else result)
             builder.add_pending_sums()
-        else:
+        elif not self.losses:
             self.output_arrays = []
             for tensor in graph.outputs:
                 value = values[id(tensor)]
@@ -170,6 +186,32 @@ class StepPlan:
         parameters.pack()
         self.calls = builder.forward_calls + builder.backward_calls
         self._runs = [call.run for call in self.calls]
+
+    def _plan_losses(self, builder, values):
+        """The loss heads and metric kernels after the forward (see loss_plan.py)."""
+        self._head_grads = plan_heads(builder, self.heads, values, self.training)
+        self.metric_updates = []  # after-step updates of metrics without a kernel
+        for metric in self.metrics:
+            self.metric_updates.extend(metric(builder, self.heads) or ())
+        self.label_arrays = [view.labels for view in self.heads]
+        self.weight_arrays = [view.weights for view in self.heads]
+        self.output_arrays = [view.outputs for view in self.heads]
+        self.labels = self.label_arrays[0]  # the one output's labels (bench, tests)
+        self.outputs = self.output_arrays[0]
+        # (total loss, accuracy of the first head): the weighted total is summed after the
+        # calls; regularization penalties will be added to it there
+        self.stats = np.zeros(2, dtype=np.float64)
+        self._loss_weights = [view.loss.weight for view in self.heads]
+        self._head_stats = [view.stats for view in self.heads]
+
+    def _total_loss(self):
+        stats = self.stats
+        total = 0.0
+        for weight, head in zip(self._loss_weights, self._head_stats, strict=True):
+            total += weight * head[0]
+        stats[0] = total
+        stats[1] = self._head_stats[0][1] / len(self.labels)
+        return stats
 
     def _plan_sub_batches(self, builder, ops, tensor, count):
         """Plan `ops` once per sub-batch; returns the whole-batch output tensor, one backward
@@ -264,11 +306,18 @@ class StepPlan:
     def train_step(self):
         """Run forward, loss, backward and the update on `self.inputs` / `self.labels`.
 
-        Returns the stats array (mean loss, mean accuracy) of this batch."""
+        Returns the stats array (total loss, first head's accuracy) of this batch; each
+        head's own stats are in `self.heads[i].stats`."""
         for run in self._runs:
             run()
         self._update()
-        return self.stats
+        return self._total_loss()
+
+    def evaluate_step(self):
+        """An evaluation plan's forward, losses and metrics; returns the stats as train_step."""
+        for run in self._runs:
+            run()
+        return self._total_loss()
 
     def _update(self):
         """The optimizer over the trainable weights, given as segments of the arenas

@@ -71,21 +71,20 @@ def test_categorical_crossentropy_is_per_sample():
 
 
 def test_loss_lookup_and_from_logits():
-    assert losses.get_name("categorical_crossentropy") == "categorical_crossentropy"
-    assert losses.get_name(losses.categorical_crossentropy) == "categorical_crossentropy"
-    assert losses.get_name(losses.CategoricalCrossentropy()) == "categorical_crossentropy"
-    with pytest.raises(ValueError, match="argument loss.*'binary_crossentropy'"):
-        losses.get_name("binary_crossentropy")
-    with pytest.raises(ValueError, match="from_logits"):
-        losses.CategoricalCrossentropy(from_logits=True)
+    assert losses.get("categorical_crossentropy").name == "categorical_crossentropy"
+    assert losses.get(losses.categorical_crossentropy).fn is losses.categorical_crossentropy
+    loss = losses.CategoricalCrossentropy(from_logits=True)
+    assert losses.get(loss) is loss and loss.engine_head().from_logits
+    with pytest.raises(ValueError, match="argument loss.*'binary_crossentropy_typo'"):
+        losses.get("binary_crossentropy_typo")
 
 
 def test_categorical_accuracy():
     y = to_categorical([0, 1, 2, 1], 3)
     p = np.array([[0.8, 0.1, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8], [0.2, 0.7, 0.1]])
     np.testing.assert_array_equal(metrics.categorical_accuracy(y, p), [1, 0, 1, 1])
-    assert metrics.get_names(["accuracy", "acc", metrics.categorical_accuracy]) == [
-        "accuracy", "acc", "categorical_accuracy"]
+    assert [metrics.get(m).name for m in ("categorical_accuracy", metrics.categorical_accuracy)
+            ] == ["categorical_accuracy", "categorical_accuracy"]
 
 
 # -- to_categorical ---------------------------------------------------------------------------

@@ -180,18 +180,23 @@ class Model(Trainer, Layer):
             self._plans = {}
         return signature
 
-    def _plan(self, training, batch_size):
+    def _plan(self, training, batch_size, evaluate=False):
+        """The plan for one batch size: training, evaluation (losses and metrics after an
+        inference forward) or inference."""
         self._require_graph()
         self._sync()
-        key = (training, batch_size)
+        key = ("evaluate" if evaluate else training, batch_size)
         plan = self._plans.get(key)
         if plan is None:
             data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
             rules = self._plan_rules if training else self._plan_rules + INFERENCE_RULES
             graph = fuse(self.graph, rules)
-            if training:
-                plan = StepPlan(graph, batch_size, self.store, self.loss_head,
-                                self.optimizer.make_updater(), data_type=data_type)
+            if training or evaluate:
+                plan = StepPlan(graph, batch_size, self.store,
+                                optimizer=self.optimizer.make_updater() if training else None,
+                                data_type=data_type,
+                                losses=self._compile_loss.output_losses(),
+                                metrics=[self._compile_metrics.planner()])
             else:
                 plan = StepPlan(graph, batch_size, self.store, data_type=data_type)
             self._plans[key] = plan

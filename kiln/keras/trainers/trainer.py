@@ -1,48 +1,73 @@
 """Trainer: compile / fit / evaluate / predict over the model's cached step plans.
 
-A plan is compiled per (training?, batch size) on first use; the smaller last batch gets its
-own plan over the same weights. The training loop only points a plan's input at a batch that
-a background thread gathered and runs the plan.
+A plan is compiled per (kind, batch size) on first use, kind being training, evaluation or
+inference; the smaller last batch gets its own plan over the same weights. The training loop
+only points a plan's input at a batch that a background thread gathered and runs the plan.
+Losses and metrics are computed inside the plans by the same kernels in fit and evaluate
+(compile_utils.py says which, batch_steps.py feeds them).
 """
 
 import numpy as np
 
-from ... import ops
-from ...runtime.feeder import BatchFeeder
-from .. import backend
-from .. import losses as losses_module
-from .. import metrics as metrics_module
 from .. import optimizers as optimizers_module
-from ..callbacks import CallbackList
+from ..callbacks import CallbackList, ProgbarLogger
 from ..layers.base_layer import flatten, pack_like
+from .batch_steps import BatchRunner
+from .compile_utils import CompileLoss, CompileMetrics, output_names
+from .data_adapters import ModelSignature, get_data_adapter
 
 
 class Trainer:
     # -- set-up -------------------------------------------------------------------------------
-    def compile(self, optimizer="rmsprop", loss=None, metrics=None, **kwargs):
+    def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
+                weighted_metrics=None, run_eagerly=False, steps_per_execution=1,
+                jit_compile="auto", **kwargs):
+        """As Keras 3 (run_eagerly, steps_per_execution and jit_compile change nothing: the
+        step is always one compiled plan)."""
         if kwargs:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(kwargs)}")
         self._build_if_possible()
-        self.loss = losses_module.get_name(loss)
-        self.metric_names = metrics_module.get_names(metrics)
+        self.loss, self.loss_weights = loss, loss_weights
+        self._compile_loss = CompileLoss(loss, loss_weights)
+        self._compile_metrics = CompileMetrics(metrics, weighted_metrics)
         self.optimizer = optimizers_module.get(optimizer)
         self.compiled = True
         if self.built:
             self._make_loss_head()
-        self._plans = {key: plan for key, plan in self._plans.items() if not key[0]}
+        self._plans = {key: plan for key, plan in self._plans.items() if key[0] is False}
 
     def _build_if_possible(self):
         """Models whose input shape is already known build at compile time."""
 
     def _make_loss_head(self):
-        if len(self.outputs) != 1:
-            raise ValueError(f"compile: {self.name} has {len(self.outputs)} outputs; kiln "
-                             "trains models with one output so far")
-        op = self.outputs[0].op
-        if not isinstance(op, ops.Activation) or op.activation != "softmax":
-            raise ValueError("compile: loss 'categorical_crossentropy' needs a model that ends "
-                             "with a softmax activation (e.g. Dense(10, activation='softmax'))")
-        self.loss_head = ops.SoftmaxCrossEntropy(op.name, backend.epsilon())
+        """Resolve the losses and metrics on the built model's outputs (Keras does it on
+        the first batch; kiln knows the output shapes once the graph exists)."""
+        self._compile_loss.build(self)
+        self._compile_metrics.build(self, self._compile_loss)
+
+    @property
+    def metrics_names(self):
+        if not getattr(self, "compiled", False):
+            return []
+        return BatchRunner(self, "evaluate").names()
+
+    def _signature(self, owner):
+        return ModelSignature(
+            input_shapes=[t.shape[1:] for t in self.inputs],
+            input_names=(list(self._input_structure) if isinstance(self._input_structure,
+                                                                   dict)
+                         else [t.name for t in self.inputs]),
+            output_names=output_names(self), owner=owner,
+            input_contexts=[self._input_context(i) for i in range(len(self.inputs))],
+            input_hints=[f"for data_format '{t.data_format}'" for t in self.inputs])
+
+    @staticmethod
+    def _stateful_progbar(callback_list, names):
+        """fit / evaluate log running means (as Keras): the progress bar shows them as they
+        are instead of averaging them again."""
+        for callback in callback_list.callbacks:
+            if isinstance(callback, ProgbarLogger):
+                callback.stateful_metrics |= set(names)
 
     # -- input checks -------------------------------------------------------------------------
     def _checked_array(self, array, argument, expected, context, why):
@@ -95,85 +120,89 @@ class Trainer:
                              f"samples, got {[len(a) for a in checked]}")
         return checked
 
-    def _check_y(self, y, count):
-        y = self._checked_array(y, "y", self.outputs[0].shape[1:], self._output_context(),
-                                "to match the model output (one-hot labels: use "
-                                "kiln.keras.utils.to_categorical)")
-        if len(y) != count:
-            raise ValueError(f"{self.name}: x and y must have the same number of samples, got "
-                             f"{count} and {len(y)}")
-        return y
-
     # -- training -----------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
-            validation_split=0.0, validation_data=None, shuffle=True, initial_epoch=0,
-            steps_per_epoch=None, **kwargs):
-        """Train on numpy arrays; returns a History. Arguments as in Keras."""
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            validation_batch_size=None, validation_freq=1, **kwargs):
+        """Train; returns a History. Arguments as in Keras 3."""
         if kwargs:
             raise TypeError(f"fit: unexpected keyword argument(s) {sorted(kwargs)}")
         if not self.compiled:
             raise RuntimeError("fit: call compile() first")
-        xs = self._check_x(x)
-        y = self._check_y(y, len(xs[0]))
-        batch_size = int(batch_size or 32)
-        if batch_size <= 0:
-            raise ValueError(f"fit: argument batch_size must be a positive int, got {batch_size}")
+        self._build_from_arrays(x)
         if validation_data is None and validation_split:
             if not 0 < validation_split < 1:
                 raise ValueError(f"fit: argument validation_split must be in (0, 1), got "
                                  f"{validation_split}")
-            split = int(len(y) * (1 - validation_split))
-            validation_data = ([a[split:] for a in xs], y[split:])
-            xs, y = [a[:split] for a in xs], y[:split]
+            (x, y, sample_weight), validation_data = _split_last(
+                (x, y, sample_weight), validation_split)
+        adapter = get_data_adapter(x, y, sample_weight, batch_size, steps_per_epoch, shuffle,
+                                   class_weight, signature=self._signature("fit"))
+        val_adapter = None
         if validation_data is not None:
-            if len(validation_data) != 2:
-                raise ValueError("fit: argument validation_data must be a tuple (x_val, y_val)")
-            val_x = validation_data[0]
-            val_xs = self._check_x(val_x if len(self.inputs) > 1 or not isinstance(
-                val_x, list) else val_x[0])
-            val_y = self._check_y(validation_data[1], len(val_xs[0]))
-        count = len(y)
-        steps = -(-count // batch_size)
-        if steps_per_epoch:
-            steps = min(steps, int(steps_per_epoch))
+            if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (
+                    2, 3):
+                raise ValueError("fit: argument validation_data must be a tuple (x_val, "
+                                 "y_val) or (x_val, y_val, val_sample_weight)")
+            val_x, val_y, *val_weight = validation_data
+            val_adapter = get_data_adapter(
+                val_x, val_y, val_weight[0] if val_weight else None,
+                validation_batch_size or getattr(adapter, "batch_size", batch_size),
+                validation_steps, False, signature=self._signature("fit (validation data)"))
         verbose = 1 if verbose == "auto" else verbose
+        runner = BatchRunner(self, "fit")
         callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
-                                     model=self, verbose=verbose, epochs=epochs, steps=steps)
-        accuracy_names = self.metric_names
+                                     model=self, verbose=verbose, epochs=epochs,
+                                     steps=adapter.steps)
+        self._stateful_progbar(callback_list, runner.names())
         self.stop_training = False
         callback_list.on_train_begin()
-        for epoch in range(initial_epoch, epochs):
-            callback_list.on_epoch_begin(epoch)
-            order = np.random.permutation(count) if shuffle else np.arange(count)
-            order = order[:steps * batch_size]
-            totals = np.zeros(2)
-            seen = 0
-            feeder = BatchFeeder(xs, y, order, batch_size)
-            for step, (x_batches, y_batch) in enumerate(feeder.batches()):
-                size = len(y_batch)
-                plan = self._plan(True, size)
-                plan.use_input(x_batches, y_batch)
-                callback_list.on_train_batch_begin(step)
-                loss, accuracy = plan.train_step()
-                totals += (loss * size, accuracy * size)
-                seen += size
-                logs = {"loss": float(loss), "size": size}
-                for name in accuracy_names:
-                    logs[name] = float(accuracy)
-                callback_list.on_train_batch_end(step, logs)
-            epoch_logs = {"loss": float(totals[0] / seen)}
-            for name in accuracy_names:
-                epoch_logs[name] = float(totals[1] / seen)
-            if validation_data is not None:
-                val_loss, val_accuracy = self._evaluate_arrays(val_xs, val_y, batch_size)
-                epoch_logs["val_loss"] = val_loss
-                for name in accuracy_names:
-                    epoch_logs[f"val_{name}"] = val_accuracy
-            callback_list.on_epoch_end(epoch, epoch_logs)
-            if self.stop_training:
-                break
+        try:
+            for epoch in range(initial_epoch, epochs):
+                runner.reset()
+                callback_list.on_epoch_begin(epoch)
+                for step, (xs, ys, weights) in enumerate(adapter.batches()):
+                    callback_list.on_train_batch_begin(step)
+                    runner.run(xs, ys, weights, step, epoch)
+                    callback_list.on_train_batch_end(step, runner.logs())
+                    if self.stop_training:
+                        break
+                adapter.on_epoch_end()
+                epoch_logs = runner.logs()
+                if val_adapter is not None and (epoch + 1) % validation_freq == 0:
+                    val_logs = self._evaluate_batches(val_adapter, "evaluate", callback_list)
+                    epoch_logs.update({f"val_{name}": value for name, value in val_logs.items()})
+                callback_list.on_epoch_end(epoch, epoch_logs)
+                if self.stop_training:
+                    break
+        finally:
+            adapter.close()
+            if val_adapter is not None:
+                val_adapter.close()
         callback_list.on_train_end()
         return self.history
+
+    def _build_from_arrays(self, x):
+        if not self.built and (hasattr(x, "shape") or isinstance(x, (list, tuple))):
+            self._build_from_data(x)
+
+    def _evaluate_batches(self, adapter, owner, callback_list=None):
+        """Loss and metrics over the adapter's batches through evaluation plans."""
+        runner = BatchRunner(self, owner)
+        runner.reset()
+        if callback_list is not None:
+            callback_list.on_test_begin()
+        for step, (xs, ys, weights) in enumerate(adapter.batches()):
+            if callback_list is not None:
+                callback_list.on_test_batch_begin(step)
+            runner.run(xs, ys, weights, step)
+            if callback_list is not None:
+                callback_list.on_test_batch_end(step, runner.logs())
+        logs = runner.logs()
+        if callback_list is not None:
+            callback_list.on_test_end(logs)
+        return logs
 
     # -- inference ----------------------------------------------------------------------------
     def _predict_arrays(self, xs, batch_size, on_batch=None):
@@ -193,22 +222,6 @@ class Trainer:
                 on_batch(index, start, outputs[0][start:start + size])
         return outputs
 
-    def _evaluate_arrays(self, xs, y, batch_size, callback_list=None):
-        def report(index, start, probabilities):
-            labels = y[start:start + len(probabilities)]
-            logs = {"loss": float(np.mean(losses_module.categorical_crossentropy(
-                labels, probabilities))), "size": len(probabilities)}
-            for name in self.metric_names:
-                logs[name] = float(np.mean(metrics_module.categorical_accuracy(
-                    labels, probabilities)))
-            callback_list.on_test_batch_end(index, logs)
-
-        probabilities = self._predict_arrays(xs, batch_size,
-                                             report if callback_list is not None else None)[0]
-        loss = float(np.mean(losses_module.categorical_crossentropy(y, probabilities)))
-        accuracy = float(np.mean(metrics_module.categorical_accuracy(y, probabilities)))
-        return loss, accuracy
-
     def predict(self, x, batch_size=None, verbose=0):
         """Outputs for x: one array, or the model's output structure (list / dict)."""
         xs = self._check_x(x)
@@ -218,21 +231,55 @@ class Trainer:
             return outputs[0]
         return pack_like(self._output_structure, outputs)
 
-    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, return_dict=False):
-        """Returns the loss, or [loss, *metrics] when compiled with metrics (as in Keras)."""
+    def evaluate(self, x=None, y=None, batch_size=None, verbose="auto", sample_weight=None,
+                 steps=None, callbacks=None, return_dict=False, **kwargs):
+        """The loss, or [loss, *other losses and metrics] (a dict with return_dict=True),
+        computed by the training kernels in inference-mode plans, as in Keras 3."""
+        if kwargs:
+            raise TypeError(f"evaluate: unexpected keyword argument(s) {sorted(kwargs)}")
         if not self.compiled:
             raise RuntimeError("evaluate: call compile() first")
-        xs = self._check_x(x)
-        y = self._check_y(y, len(xs[0]))
-        batch_size = int(batch_size or 32)
+        self._build_from_arrays(x)
+        adapter = get_data_adapter(x, y, sample_weight, batch_size, steps, False,
+                                   signature=self._signature("evaluate"))
         verbose = 1 if verbose == "auto" else verbose
-        callback_list = CallbackList(add_progbar=verbose != 0, model=self, verbose=verbose,
-                                     epochs=1, steps=-(-len(y) // batch_size))
-        callback_list.on_test_begin()
-        loss, accuracy = self._evaluate_arrays(xs, y, batch_size, callback_list)
-        results = {"loss": loss, **{name: accuracy for name in self.metric_names}}
-        callback_list.on_test_end(results)
+        callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
+                                     verbose=verbose, epochs=1, steps=adapter.steps)
+        self._stateful_progbar(callback_list, BatchRunner(self, "evaluate").names())
+        try:
+            results = self._evaluate_batches(adapter, "evaluate", callback_list)
+        finally:
+            adapter.close()
         if return_dict:
             return results
-        return list(results.values()) if self.metric_names else loss
+        values = list(results.values())
+        return values if len(values) > 1 else values[0]
 
+
+def _split_last(arrays, fraction):
+    """((x, y, sample_weight) before the split, (x, y, sample_weight) after): Keras'
+    validation_split keeps the last `fraction` of the samples for validation."""
+    def count(value):
+        if isinstance(value, dict):
+            return count(next(iter(value.values())))
+        if isinstance(value, (list, tuple)):
+            return count(value[0])
+        return len(value)
+
+    def cut(value, part):
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            return {key: cut(item, part) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(cut(item, part) for item in value)
+        value = np.asarray(value)
+        return value[part]
+
+    if hasattr(arrays[0], "__next__") or not hasattr(arrays[0], "__len__"):
+        raise ValueError("fit: argument validation_split needs numpy arrays; give "
+                         "validation_data for a generator or PyDataset")
+    split = int(np.floor(count(arrays[0]) * (1.0 - fraction)))
+    first = tuple(cut(value, slice(None, split)) for value in arrays)
+    second = tuple(cut(value, slice(split, None)) for value in arrays)
+    return first, second

@@ -1,0 +1,145 @@
+"""One batch of fit / evaluate through a plan with losses: the labels and sample weights go
+into the plan's buffers (checked first, so a bad batch changes no weight), the step runs, and
+the loss trackers and metrics take the batch in.
+
+What fit and evaluate report follows Keras 3: `loss` is the mean over the batches so far of
+the weighted total loss (weighted by batch size), `<output>_loss` the same per output when
+there are several, and each metric its running result since the epoch (or evaluate) began.
+"""
+
+import numpy as np
+
+from ...ops.losses import LOSS
+from ...ops.losses.label_checks import check_class_ids
+
+
+class LossTrackers:
+    """The `loss` and per-output `<name>_loss` means (Keras' loss trackers)."""
+
+    def __init__(self, compile_loss):
+        self.names = ["loss"] + compile_loss.metric_names
+        self.state = np.zeros((len(self.names), 2), dtype=np.float64)
+
+    def reset(self):
+        self.state[...] = 0.0
+
+    def update(self, plan, size):
+        self.state[0, 0] += plan.stats[0] * size
+        if len(self.names) > 1:
+            for row, view in enumerate(plan.heads, start=1):
+                self.state[row, 0] += view.stats[LOSS] * size
+        self.state[:, 1] += size
+
+    def results(self):
+        return {name: float(total / count) if count else 0.0
+                for name, (total, count) in zip(self.names, self.state, strict=True)}
+
+
+class BatchRunner:
+    """Feeds batches of (xs, ys, sample_weights) lists to a model's plans.
+
+    Args:
+        model: the compiled model (its _plan, _compile_loss, _compile_metrics).
+        owner: 'fit' or 'evaluate', for messages.
+    """
+
+    def __init__(self, model, owner):
+        self.model = model
+        self.owner = owner
+        self.trackers = LossTrackers(model._compile_loss)
+        self.metrics = model._compile_metrics
+
+    def reset(self):
+        self.trackers.reset()
+        self.metrics.reset_state()
+
+    def run(self, xs, ys, sample_weights, step, epoch=None):
+        """One step on this batch; returns the batch size."""
+        training = self.owner == "fit"
+        size = len(xs[0])
+        plan = self.model._plan(training, size, evaluate=not training)
+        where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
+                 else f"{self.owner}, batch {step}")
+        self._fill_labels(plan, ys, where)
+        self._fill_weights(plan, sample_weights, where)
+        plan.use_input(xs)
+        if training:
+            plan.train_step()
+        else:
+            plan.evaluate_step()
+        for update in plan.metric_updates:
+            update()
+        self.trackers.update(plan, size)
+        return size
+
+    def logs(self):
+        return {**self.trackers.results(), **self.metrics.results()}
+
+    def names(self):
+        return self.trackers.names + [name for name, _, _, _ in self.metrics.entries]
+
+    # -- labels and weights ---------------------------------------------------------------------
+    def _fill_labels(self, plan, ys, where):
+        outputs = self.model.outputs
+        if ys is None:
+            raise ValueError(f"{where}: argument y is required to compute the loss")
+        if len(ys) != len(outputs):
+            raise ValueError(f"{where}: argument y must hold {len(outputs)} arrays, one per "
+                             f"output, got {len(ys)}")
+        for view in plan.heads:
+            index = view.loss.output
+            argument = "y" if len(outputs) == 1 else f"y[{index}]"
+            output = self.model._compile_loss.entries
+            name = next(entry[3] for entry in output if entry[0] == index)
+            view.labels[...] = self._labels(ys[index], view, argument, where, name,
+                                            outputs[index].shape[1:])
+
+    @staticmethod
+    def _labels(y, view, argument, where, output_name, output_shape):
+        """`y` reshaped to the head's label buffer, or a ValueError saying what fits."""
+        head = view.loss.head
+        expected = view.labels.shape
+        context = (f"{where}: argument {argument} for loss '{head.name}' on output "
+                   f"'{output_name}'")
+        array = np.asarray(y)
+        if head.sparse:
+            if array.ndim == 2 and array.shape[1] == 1:
+                array = array.reshape(len(array))
+            if array.shape != expected:
+                hint = (" (one-hot labels: use categorical_crossentropy, or pass class ids)"
+                        if array.ndim == 2 and array.shape[1] == output_shape[-1] else "")
+                raise ValueError(f"{context} must be class ids of shape ({expected[0]},) or "
+                                 f"({expected[0]}, 1), got shape {array.shape}{hint}")
+            check_class_ids(np.ascontiguousarray(array, dtype=np.float32), output_shape[-1],
+                            context)
+            return array
+        if array.ndim == 1 and expected[1:] == (1,):
+            array = array.reshape(expected)
+        if array.shape != expected:
+            hint = ""
+            if array.ndim == 1 or (array.ndim == 2 and array.shape[1] == 1 and
+                                   expected[1] > 1):
+                hint = (" (class ids: use sparse_categorical_crossentropy, or one-hot encode "
+                        "them with keras.utils.to_categorical)")
+            raise ValueError(f"{context} must have shape {expected} to match the output "
+                             f"{(None, *output_shape)}, got {array.shape}{hint}")
+        return array
+
+    @staticmethod
+    def _fill_weights(plan, sample_weights, where):
+        if sample_weights is None:
+            if getattr(plan, "_weighted", False):
+                for view in plan.heads:
+                    view.weights[...] = 1.0
+                plan._weighted = False
+            return
+        for view in plan.heads:
+            weights = sample_weights[view.loss.output if len(sample_weights) > 1 else 0]
+            weights = np.asarray(weights)
+            if weights.ndim == 2 and weights.shape[1] == 1:
+                weights = weights.reshape(len(weights))
+            if weights.shape != view.weights.shape:
+                raise ValueError(f"{where}: argument sample_weight must have one weight per "
+                                 f"sample, shape {view.weights.shape}, got {weights.shape}")
+            view.weights[...] = weights
+        plan._weighted = True

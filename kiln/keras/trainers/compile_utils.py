@@ -1,0 +1,186 @@
+"""The loss and metric containers compile() builds, as Keras 3's compile_utils.
+
+CompileLoss maps `loss` / `loss_weights` (one value, a list per output or a dict by output
+name) to one step-kernel head per output with a loss; the reported `loss` is the weighted sum
+of the per-output losses (plus regularization penalties, later), and a model with several
+losses also reports each one, unweighted, as `<output_name>_loss`.
+
+CompileMetrics maps `metrics` / `weighted_metrics` the same way to Metric objects named as the
+user wrote them ('acc' stays 'acc'), prefixed by the output name when the model has several
+outputs. 'accuracy' / 'acc' become binary, sparse categorical or categorical accuracy by the
+output's width and the loss's labels, as Keras decides. Only `weighted_metrics` see sample
+weights, as in Keras 3.
+"""
+
+from ...plan.loss_plan import OutputLoss
+from .. import losses as losses_module
+from .. import metrics as metrics_module
+
+
+def output_names(model):
+    """Keras' model.output_names: the layer producing each output, in flattened order."""
+    names = []
+    for tensor in model.outputs:
+        history = getattr(tensor, "_keras_history", None)
+        names.append(history[0].name if history else tensor.name)
+    return names
+
+
+def per_output(value, names, argument, allow_single=True):
+    """`value` (one entry, a list with one per output, or a dict by output name) as a list
+    with one entry (or None) per output."""
+    count = len(names)
+    if isinstance(value, dict):
+        unknown = sorted(set(value) - set(names))
+        if unknown:
+            raise ValueError(f"compile: argument {argument} has keys {unknown} that are not "
+                             f"output names; the outputs are {names}")
+        return [value.get(name) for name in names]
+    if isinstance(value, (list, tuple)) and count > 1:
+        if len(value) != count:
+            raise ValueError(f"compile: argument {argument} must have one entry per output "
+                             f"({count}: {names}), got {len(value)}")
+        return list(value)
+    if not allow_single:
+        raise ValueError(f"compile: argument {argument} must be a list or dict for a model "
+                         f"with {count} outputs")
+    return [value] * count
+
+
+class CompileLoss:
+    """Args: loss, loss_weights as given to compile()."""
+
+    def __init__(self, loss, loss_weights=None):
+        if loss is None:
+            raise ValueError("compile: argument loss is required to train (a loss name, "
+                             "function or keras.losses object)")
+        if loss_weights is not None and not isinstance(loss_weights, (list, tuple, dict,
+                                                                      int, float)):
+            raise ValueError(f"compile: argument loss_weights must be a float (one output) or "
+                             f"a list or dict (several outputs), got {loss_weights!r}")
+        self.user_loss, self.user_loss_weights = loss, loss_weights
+        self.entries = None  # [(output index, Loss, weight, name)] once built
+
+    def build(self, model):
+        names = output_names(model)
+        losses = per_output(self.user_loss, names, "loss")
+        weights = ([None] * len(names) if self.user_loss_weights is None else
+                   per_output(self.user_loss_weights, names, "loss_weights"))
+        self.entries = []
+        for index, (loss, weight, name) in enumerate(zip(losses, weights, names, strict=True)):
+            loss = losses_module.get(loss)
+            if loss is None:
+                continue
+            if loss.reduction not in ("sum_over_batch_size", "mean"):
+                raise ValueError(f"compile: loss '{loss.name}' has reduction "
+                                 f"{loss.reduction!r}; kiln trains with 'sum_over_batch_size'")
+            if loss.engine_head() is None:
+                raise ValueError(f"compile: loss {loss.name!r} has no kiln step kernel; kiln "
+                                 "trains with the built-in Keras losses (a custom loss "
+                                 "function or Loss subclass cannot run in the step yet)")
+            self.entries.append((index, loss, 1.0 if weight is None else float(weight), name))
+        if not self.entries:
+            raise ValueError("compile: argument loss gives no output a loss")
+        self.several = len(self.entries) > 1
+        self.metric_names = [f"{name}_loss" for _, _, _, name in self.entries] \
+            if self.several else []
+        return self
+
+    def output_losses(self):
+        """OutputLoss per output with a loss (fresh heads: one set per plan)."""
+        return [OutputLoss(loss.engine_head(), weight, index)
+                for index, loss, weight, _ in self.entries]
+
+    def head_for(self, output):
+        for index, loss, _, _ in self.entries:
+            if index == output:
+                return loss.engine_head()
+        return None
+
+
+class CompileMetrics:
+    """Args: metrics, weighted_metrics as given to compile()."""
+
+    def __init__(self, metrics=None, weighted_metrics=None):
+        for argument, value in (("metrics", metrics), ("weighted_metrics", weighted_metrics)):
+            if value is not None and not isinstance(value, (list, tuple, dict)):
+                raise ValueError(f"compile: argument {argument} must be a list, tuple or "
+                                 f"dict, got {value!r}")
+        self.user_metrics, self.user_weighted = metrics, weighted_metrics
+        self.entries = []  # [(log name, Metric, output index, weighted)]
+
+    @property
+    def metrics(self):
+        return [metric for _, metric, _, _ in self.entries]
+
+    def build(self, model, compile_loss):
+        names = output_names(model)
+        self.entries = []
+        seen = {}
+        for weighted, user in ((False, self.user_metrics), (True, self.user_weighted)):
+            if not user:
+                continue
+            if len(names) == 1:
+                groups = [list(user.values()) if isinstance(user, dict) else list(user)]
+            else:
+                groups = per_output(user, names, "weighted_metrics" if weighted else "metrics",
+                                    allow_single=False)
+            for output, group in enumerate(groups):
+                if group is None:
+                    continue
+                group = group if isinstance(group, (list, tuple)) else [group]
+                for identifier in group:
+                    metric = self._resolve(identifier, model, compile_loss, output)
+                    name = metric.name
+                    if len(names) > 1:
+                        name = f"{names[output]}_{name}"
+                    if name in seen:  # Keras: a repeated name gets a suffix
+                        seen[name] += 1
+                        name = (f"weighted_{metric.name}" if weighted and len(names) == 1
+                                else f"{name}_{seen[name] - 1}")
+                    seen.setdefault(name, 1)
+                    self.entries.append((name, metric, output, weighted))
+        return self
+
+    @staticmethod
+    def _resolve(identifier, model, compile_loss, output):
+        head = compile_loss.head_for(output)
+        if head is None:
+            raise ValueError(f"compile: metrics on output {output_names(model)[output]!r} need "
+                             "a loss on that output (its labels reach the step through it)")
+        if isinstance(identifier, str) and identifier.lower() in ("accuracy", "acc"):
+            width = model.outputs[output].shape[-1]
+            if width == 1:
+                return metrics_module.BinaryAccuracy(name=identifier)
+            if head.sparse:
+                return metrics_module.SparseCategoricalAccuracy(name=identifier)
+            return metrics_module.CategoricalAccuracy(name=identifier)
+        metric = metrics_module.get(identifier)
+        if isinstance(identifier, str):
+            metric.name = identifier  # logged as written ('mse' stays 'mse')
+        return metric
+
+    def planner(self):
+        """A StepPlan metric callable: adds each metric's kernel after the heads, returns the
+        after-step updates of metrics without one."""
+        entries = list(self.entries)
+
+        def plan_metrics(builder, views):
+            by_output = {view.loss.output: view for view in views}
+            updates = []
+            for _, metric, output, weighted in entries:
+                view = by_output[output]
+                update = metric.plan_update(builder, view,
+                                            view.weights if weighted else view.ones)
+                if update is not None:
+                    updates.append(update)
+            return updates
+
+        return plan_metrics
+
+    def reset_state(self):
+        for _, metric, _, _ in self.entries:
+            metric.reset_state()
+
+    def results(self):
+        return {name: metric.result() for name, metric, _, _ in self.entries}

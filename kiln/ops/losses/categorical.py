@@ -1,0 +1,221 @@
+"""Categorical and sparse categorical cross-entropy, as Keras 3 computes them.
+
+Three ways in, one kernel each for one-hot (N, K) labels and class ids (N,):
+    fused softmax   the model ends with a softmax the head applies itself: p = softmax(z),
+                    loss -sum(y * log(clip(p, eps, 1 - eps))) as Keras on probabilities
+    from_logits     loss -sum(y * log_softmax(z)), nothing clipped
+    probabilities   any other output p: normalized by its sum and clipped, as Keras does
+With label smoothing y becomes y * (1 - s) + s / K. The gradient of the fused and logits forms
+w.r.t. z is p * sum(y) - y (the clip's zero slope at saturation is ignored there, as with
+logits); the probabilities form differentiates the normalization and the clip exactly.
+The kernels also count argmax hits (Keras' categorical / sparse categorical accuracy on the
+model's output), so the classic softmax + accuracy step makes one pass over (N, K).
+"""
+
+import numpy as np
+
+from ..numba_config import SERIAL, njit
+from .head import CORRECT, LOSS, LossHead
+
+
+@njit(**SERIAL)
+def softmax_crossentropy_dense(logits, labels, weights, probabilities, grad, stats, epsilon,
+                               smoothing, from_logits, scale, want_grad):
+    n, k = logits.shape
+    total, correct = 0.0, 0.0
+    keep, spread = 1.0 - smoothing, smoothing / k
+    for row in range(n):
+        peak = logits[row, 0]
+        for j in range(1, k):
+            peak = max(peak, logits[row, j])
+        norm = 0.0
+        for j in range(k):
+            e = np.exp(logits[row, j] - peak)
+            probabilities[row, j] = e
+            norm += e
+        log_norm = np.log(norm)
+        label_sum, row_loss = 0.0, 0.0
+        best_p, best_y, arg_p, arg_y = -1.0, -np.inf, 0, 0
+        for j in range(k):
+            p = probabilities[row, j] / norm
+            probabilities[row, j] = p
+            y = labels[row, j] * keep + spread
+            label_sum += y
+            if from_logits:
+                row_loss -= y * (logits[row, j] - peak - log_norm)
+            else:
+                row_loss -= y * np.log(min(max(p, epsilon), 1.0 - epsilon))
+            if p > best_p:
+                best_p, arg_p = p, j
+            if labels[row, j] > best_y:
+                best_y, arg_y = labels[row, j], j
+        w = weights[row]
+        total += w * row_loss
+        correct += arg_p == arg_y
+        if want_grad:
+            coefficient = w * scale / n
+            for j in range(k):
+                y = labels[row, j] * keep + spread
+                grad[row, j] = (probabilities[row, j] * label_sum - y) * coefficient
+    stats[LOSS] = total / n
+    stats[CORRECT] = correct
+
+
+@njit(**SERIAL)
+def softmax_crossentropy_sparse(logits, ids, weights, probabilities, grad, stats, epsilon,
+                                from_logits, scale, want_grad):
+    n, k = logits.shape
+    total, correct = 0.0, 0.0
+    for row in range(n):
+        label = int(ids[row])
+        peak = logits[row, 0]
+        for j in range(1, k):
+            peak = max(peak, logits[row, j])
+        norm = 0.0
+        for j in range(k):
+            e = np.exp(logits[row, j] - peak)
+            probabilities[row, j] = e
+            norm += e
+        best_p, arg_p = -1.0, 0
+        for j in range(k):
+            p = probabilities[row, j] / norm
+            probabilities[row, j] = p
+            if p > best_p:
+                best_p, arg_p = p, j
+        if from_logits:
+            row_loss = -(logits[row, label] - peak - np.log(norm))
+        else:
+            row_loss = -np.log(min(max(probabilities[row, label], epsilon), 1.0 - epsilon))
+        w = weights[row]
+        total += w * row_loss
+        correct += arg_p == label
+        if want_grad:
+            coefficient = w * scale / n
+            for j in range(k):
+                grad[row, j] = probabilities[row, j] * coefficient
+            grad[row, label] -= coefficient
+    stats[LOSS] = total / n
+    stats[CORRECT] = correct
+
+
+@njit(**SERIAL)
+def normalized_crossentropy_dense(predictions, labels, weights, grad, stats, epsilon,
+                                  smoothing, scale, want_grad):
+    """Keras on probabilities: q = p / sum(p), loss -sum(y * log(clip(q)))."""
+    n, k = predictions.shape
+    total, correct = 0.0, 0.0
+    keep, spread = 1.0 - smoothing, smoothing / k
+    for row in range(n):
+        s = 0.0
+        for j in range(k):
+            s += predictions[row, j]
+        row_loss, inside = 0.0, 0.0
+        best_p, best_y, arg_p, arg_y = -np.inf, -np.inf, 0, 0
+        for j in range(k):
+            q = predictions[row, j] / s
+            y = labels[row, j] * keep + spread
+            row_loss -= y * np.log(min(max(q, epsilon), 1.0 - epsilon))
+            if epsilon < q < 1.0 - epsilon:
+                inside += y
+            if predictions[row, j] > best_p:
+                best_p, arg_p = predictions[row, j], j
+            if labels[row, j] > best_y:
+                best_y, arg_y = labels[row, j], j
+        w = weights[row]
+        total += w * row_loss
+        correct += arg_p == arg_y
+        if want_grad:
+            # d/dp_i of -sum_j y_j log(clip(p_j / s)) = (sum_j y_j m_j - y_i m_i / q_i) / s,
+            # m the clip's slope (1 inside [eps, 1 - eps], else 0)
+            coefficient = w * scale / n
+            for j in range(k):
+                q = predictions[row, j] / s
+                own = 0.0
+                if epsilon < q < 1.0 - epsilon:
+                    own = (labels[row, j] * keep + spread) / q
+                grad[row, j] = (inside - own) / s * coefficient
+    stats[LOSS] = total / n
+    stats[CORRECT] = correct
+
+
+@njit(**SERIAL)
+def normalized_crossentropy_sparse(predictions, ids, weights, grad, stats, epsilon, scale,
+                                   want_grad):
+    n, k = predictions.shape
+    total, correct = 0.0, 0.0
+    for row in range(n):
+        label = int(ids[row])
+        s = 0.0
+        best_p, arg_p = -np.inf, 0
+        for j in range(k):
+            s += predictions[row, j]
+            if predictions[row, j] > best_p:
+                best_p, arg_p = predictions[row, j], j
+        q = predictions[row, label] / s
+        w = weights[row]
+        total += w * -np.log(min(max(q, epsilon), 1.0 - epsilon))
+        correct += arg_p == label
+        if want_grad:
+            coefficient = w * scale / n
+            inside = 1.0 if epsilon < q < 1.0 - epsilon else 0.0
+            for j in range(k):
+                grad[row, j] = inside / s * coefficient
+            grad[row, label] -= inside / q / s * coefficient
+    stats[LOSS] = total / n
+    stats[CORRECT] = correct
+
+
+class CategoricalCrossentropyHead(LossHead):
+    """Args:
+        name: the loss name (for messages).
+        from_logits: the model output is logits.
+        label_smoothing: Keras' label_smoothing in [0, 1] (one-hot labels only).
+        sparse: labels are class ids (sparse_categorical_crossentropy).
+        epsilon: Keras' backend epsilon, the clip of probabilities.
+    """
+
+    fuses = "softmax"
+
+    def __init__(self, name, from_logits=False, label_smoothing=0.0, sparse=False,
+                 epsilon=1e-7):
+        super().__init__(name, from_logits)
+        self.label_smoothing = float(label_smoothing)
+        self.sparse = sparse
+        self.epsilon = epsilon
+        self.accuracy = "sparse_categorical" if sparse else "categorical"
+
+    def label_shape(self, output_shape):
+        return () if self.sparse else tuple(output_shape)
+
+    def plan(self, builder, x, labels, weights, scale, want_grad, fused):
+        stats = self.stats()
+        eps, scale = np.float32(self.epsilon), np.float32(scale)
+        if fused or self.from_logits:
+            logits_memory, logits = self.plain(builder, x, self.name)
+            outputs_memory, outputs = self.buffer(builder, logits.shape)
+            grad_memory, grad = self.buffer(builder, logits.shape)
+            if self.sparse:
+                function, arguments = softmax_crossentropy_sparse, (
+                    logits, labels, weights, outputs, grad, stats, eps, self.from_logits,
+                    scale, want_grad)
+            else:
+                function, arguments = softmax_crossentropy_dense, (
+                    logits, labels, weights, outputs, grad, stats, eps,
+                    np.float32(self.label_smoothing), self.from_logits, scale, want_grad)
+            if self.from_logits and not fused:
+                outputs_memory, outputs = logits_memory, logits  # the model output is z
+            label = "softmax cross-entropy" if fused else "cross-entropy from logits"
+        else:
+            outputs_memory, outputs = self.plain(builder, x, self.name)
+            grad_memory, grad = self.buffer(builder, outputs.shape)
+            if self.sparse:
+                function, arguments = normalized_crossentropy_sparse, (
+                    outputs, labels, weights, grad, stats, eps, scale, want_grad)
+            else:
+                function, arguments = normalized_crossentropy_dense, (
+                    outputs, labels, weights, grad, stats, eps,
+                    np.float32(self.label_smoothing), scale, want_grad)
+            label = "cross-entropy on probabilities"
+        builder.keep(outputs_memory)
+        builder.add_forward(builder.kernel(function, arguments, f"{self.name} {label}"))
+        return outputs, stats, (grad_memory if want_grad else None)

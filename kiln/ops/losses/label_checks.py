@@ -1,0 +1,28 @@
+"""Checks of a batch's labels that run before the step: a bad label must stop the batch
+before any weight (or moving statistic) changes, with a message naming what was expected.
+
+Class ids are checked by a small kernel (one pass over N values, nothing allocated), so the
+check costs nothing next to the step.
+"""
+
+import numpy as np
+
+from ..numba_config import SERIAL, njit
+
+
+@njit(**SERIAL)
+def first_bad_class_id(ids, classes):
+    """Index of the first id that is not an integer in [0, classes), or -1."""
+    for row in range(ids.shape[0]):
+        value = ids[row]
+        if not (value >= 0 and value < classes and value == np.floor(value)):
+            return row
+    return -1
+
+
+def check_class_ids(ids, classes, context):
+    """Raise ValueError naming `context` when `ids` (float32 (N,)) has a bad class id."""
+    row = first_bad_class_id(ids, classes)
+    if row >= 0:
+        raise ValueError(f"{context}: sample {row} has class id {ids[row]!r}, expected an "
+                         f"integer in [0, {classes})")
