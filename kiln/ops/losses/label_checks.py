@@ -24,5 +24,5 @@ def check_class_ids(ids, classes, context):
     """Raise ValueError naming `context` when `ids` (float32 (N,)) has a bad class id."""
     row = first_bad_class_id(ids, classes)
     if row >= 0:
-        raise ValueError(f"{context}: sample {row} has class id {ids[row]!r}, expected an "
-                         f"integer in [0, {classes})")
+        raise ValueError(f"{context}: sample {row} of the batch has class id "
+                         f"{float(ids[row])!r}, expected an integer in [0, {classes})")
