@@ -40,7 +40,51 @@ def functional_with_batch_norm(K):
     return K.Model(inputs, outputs)
 
 
-ARCHITECTURES = [sequential_cnn, functional_with_batch_norm]
+def nested_sequential(K):
+    """A Sequential used as a layer: its layers sit under its own path."""
+    inner = K.Sequential([K.Input((8, 8, 1)), K.layers.Conv2D(3, 3), K.layers.Conv2D(2, 1)],
+                         name="inner")
+    inputs = K.Input((8, 8, 1))
+    x = K.layers.Flatten()(K.layers.BatchNormalization()(inner(inputs)))
+    return K.Model(inputs, K.layers.Dense(2, activation="softmax")(x), name="outer")
+
+
+def subclassed(K):
+    """Layers found through attributes, sorted by name, and a list of layers."""
+    class Net(K.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = K.layers.Dense(4, activation="relu")
+            self.blocks = [K.layers.Dense(4), K.layers.Dense(4, activation="tanh")]
+            self.out = K.layers.Dense(2, activation="softmax")
+
+        def call(self, x):
+            x = self.hidden(K.layers.Flatten()(x) if K is kk else K.ops.reshape(x, (-1, 64)))
+            for block in self.blocks:
+                x = block(x)
+            return self.out(x)
+
+    model = Net()
+    if K is kk:
+        model.build((None, 8, 8, 1))
+    else:
+        model(np.zeros((1, 8, 8, 1), np.float32))  # Keras builds sublayers on a call
+    return model
+
+
+def frozen_parts(K):
+    """Frozen layers keep Keras's variable order (a frozen kernel still comes first)."""
+    inputs = K.Input((8, 8, 1))
+    conv = K.layers.Conv2D(3, 3)
+    conv.trainable = False
+    norm = K.layers.BatchNormalization()
+    norm.trainable = False
+    x = K.layers.Flatten()(norm(conv(inputs)))
+    return K.Model(inputs, K.layers.Dense(2, activation="softmax")(x))
+
+
+ARCHITECTURES = [sequential_cnn, functional_with_batch_norm, nested_sequential, subclassed,
+                 frozen_parts]
 
 
 def randomize(model, seed=0):
