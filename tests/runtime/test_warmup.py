@@ -6,7 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kiln.ops import dropout, max_pool_dropout, numba_config, softmax_cross_entropy
+from kiln.ops import dropout, max_pool_dropout, numba_config
+from kiln.ops.losses import categorical
 from kiln.runtime import optimizers
 from kiln.runtime.warmup import warm_up
 
@@ -14,7 +15,7 @@ from kiln.runtime.warmup import warm_up
 def test_warm_up_compiles_the_plan_kernels():
     warm_up()
     kernels = [dropout.dropout_forward_kernel, dropout.dropout_backward_kernel,
-               softmax_cross_entropy.softmax_cross_entropy_kernel,
+               categorical.softmax_crossentropy_dense,
                max_pool_dropout.max_pool_dropout_forward_kernel,
                max_pool_dropout.max_pool_dropout_backward_kernel, *optimizers.KERNELS]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
