@@ -56,7 +56,8 @@ class _KernelAccuracy(MeanMetricWrapper):
 
     def plan_update(self, builder, view, weights):
         head = view.loss.head
-        if weights is view.ones and head.accuracy == self.head_accuracy and (
+        if (weights is view.ones and self.head_accuracy is not None
+                and head.accuracy == self.head_accuracy) and (
                 head.accuracy != "binary" or self._fn_kwargs.get("threshold") == 0.5):
             stats, count = view.stats, float(len(view.labels))
             state = self.state
