@@ -141,11 +141,12 @@ class ModelCheckpoint(MonitorCallback):
         folder = os.path.dirname(filepath)
         if folder:
             os.makedirs(folder, exist_ok=True)
-        # written under a temporary name that ends like `filepath`, then renamed
-        with atomic_path(filepath) as temporary:
-            if self.save_weights_only:
-                self.model.save_weights(temporary, overwrite=True)
-            else:
+        if self.save_weights_only:
+            self.model.save_weights(filepath, overwrite=True)  # atomic itself
+        else:
+            # written under a temporary name that ends like `filepath`, then renamed, whatever
+            # model.save does inside
+            with atomic_path(filepath) as temporary:
                 self.model.save(temporary, overwrite=True)
         if self.verbose > 0:
             print(f"\nEpoch {epoch + 1}: finished saving model to {filepath}")

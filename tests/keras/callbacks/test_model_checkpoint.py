@@ -5,6 +5,7 @@ that load back into the model."""
 import os
 
 import callback_drivers
+import h5py
 import numpy as np
 import pytest
 from callback_drivers import FakeModel, drive_epochs
@@ -92,19 +93,54 @@ def test_whole_model_checkpoint_fails_before_training_until_model_save_exists(tm
 
 
 def test_a_failing_save_leaves_the_previous_checkpoint(tmp_path):
-    class FailingModel(FakeModel):
-        def save_weights(self, filepath, overwrite=True):
-            with open(filepath, "w") as file:
-                file.write("half a fil")
+    from model_helpers import compiled_cnn
+
+    original = h5py.Group.__setitem__
+    writes = []
+
+    def failing_write(group, key, value):
+        """An HDF5 write that dies half-way through the file (disk full)."""
+        writes.append(key)
+        if len(writes) == 3:
             raise OSError("disk full")
+        original(group, key, value)
 
     path = tmp_path / "best.weights.h5"
     path.write_text("previous")
     checkpoint = ModelCheckpoint(str(path), save_weights_only=True)
-    with pytest.raises(OSError, match="disk full"):
-        drive_epochs(checkpoint, FailingModel(), [{"val_loss": 1.0}])
+    h5py.Group.__setitem__ = failing_write
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            drive_epochs(checkpoint, compiled_cnn(), [{"val_loss": 1.0}])
+    finally:
+        h5py.Group.__setitem__ = original
     assert path.read_text() == "previous"
     assert os.listdir(tmp_path) == ["best.weights.h5"]  # no temporary file left behind
+
+
+def test_whole_model_saves_are_atomic_too(tmp_path):
+    class SavingModel(FakeModel):
+        def save(self, filepath, overwrite=True):
+            assert str(filepath).endswith("-model.keras")  # the suffix model.save checks
+            with open(filepath, "w") as file:
+                file.write("half a fil")
+            raise OSError("killed")
+
+    path = tmp_path / "model.keras"
+    path.write_text("previous")
+    with pytest.raises(OSError, match="killed"):
+        drive_epochs(ModelCheckpoint(str(path)), SavingModel(), [{"val_loss": 1.0}])
+    assert path.read_text() == "previous"
+    assert os.listdir(tmp_path) == ["model.keras"]
+
+
+def test_keras_2_weights_h5_names_the_users_file(tmp_path):
+    from model_helpers import compiled_cnn
+
+    checkpoint = ModelCheckpoint(str(tmp_path / "w.h5"), save_weights_only=True)
+    with pytest.raises(ValueError, match=r"w\.h5 names a Keras 2 legacy HDF5 weights file"):
+        drive_epochs(checkpoint, compiled_cnn(), [{"val_loss": 1.0}])
+    assert os.listdir(tmp_path) == []
 
 
 def test_checkpoints_of_a_real_fit_hold_that_epochs_weights(tmp_path):

@@ -107,3 +107,25 @@ def test_model_checkpoint_monitor_alias_in_a_real_fit(tmp_path):
     best = [i for i, a in enumerate(accuracies) if a > max(accuracies[:i], default=-np.inf)]
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [f"best-{i + 1:02d}-{accuracies[i]:.3f}.weights.h5" for i in best]
+
+
+def test_early_stopping_in_a_real_fit_restores_the_best_epochs_weights():
+    from model_helpers import compiled_cnn, quadrant_data
+
+    x, y = quadrant_data(32)
+    model = compiled_cnn()
+    per_epoch = []
+    record = kk.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: per_epoch.append(model.get_weights()))
+    # min_delta 1: nothing after the first monitored epoch improves, so training stops
+    # `patience` epochs after it and the weights of epoch 1 (start_from_epoch) come back
+    stopping = EarlyStopping(monitor="val_acc", min_delta=1.0, patience=2, start_from_epoch=1,
+                             restore_best_weights=True)
+    history = model.fit(x, y, batch_size=8, epochs=10, validation_split=0.25, verbose=0,
+                        shuffle=False, callbacks=[record, stopping])
+    assert history.epoch == [0, 1, 2, 3]
+    assert stopping.stopped_epoch == 3 and stopping.best_epoch == 1
+    assert stopping.best == history.history["val_accuracy"][1]
+    for value, best in zip(model.get_weights(), per_epoch[1], strict=True):
+        np.testing.assert_array_equal(value, best)
+    assert any(np.any(a != b) for a, b in zip(per_epoch[3], per_epoch[1], strict=True))
