@@ -160,3 +160,14 @@ def test_checkpoints_of_a_real_fit_hold_that_epochs_weights(tmp_path):
         fresh.load_weights(tmp_path / f"e{epoch + 1}.weights.h5")
         for loaded, value in zip(fresh.get_weights(), expected, strict=True):
             np.testing.assert_array_equal(loaded, value)
+    # loading into the trained model, whose plans already exist, changes what they compute
+    model.load_weights(tmp_path / "e1.weights.h5")
+    np.testing.assert_array_equal(model.predict(x), fresh_predictions(tmp_path, x))
+
+
+def fresh_predictions(folder, x):
+    from model_helpers import compiled_cnn
+
+    fresh = compiled_cnn()
+    fresh.load_weights(folder / "e1.weights.h5")
+    return fresh.predict(x)
