@@ -12,12 +12,13 @@ import numpy as np
 from .. import optimizers as optimizers_module
 from ..callbacks import CallbackList, ProgbarLogger
 from ..layers.base_layer import flatten, pack_like
+from .batch_methods import BatchMethods, is_data_source
 from .batch_steps import BatchRunner
 from .compile_utils import CompileLoss, CompileMetrics, output_names
 from .data_adapters import ModelSignature, get_data_adapter
 
 
-class Trainer:
+class Trainer(BatchMethods):
     # -- set-up -------------------------------------------------------------------------------
     def compile(self, optimizer="rmsprop", loss=None, loss_weights=None, metrics=None,
                 weighted_metrics=None, run_eagerly=False, steps_per_execution=1,
@@ -140,6 +141,8 @@ class Trainer:
         adapter = get_data_adapter(x, y, sample_weight, batch_size, steps_per_epoch, shuffle,
                                    class_weight, signature=self._signature("fit"))
         val_adapter = None
+        if is_data_source(validation_data):  # a generator or PyDataset yields (x, y) itself
+            validation_data = (validation_data, None)
         if validation_data is not None:
             if not isinstance(validation_data, (list, tuple)) or len(validation_data) not in (
                     2, 3):
@@ -162,6 +165,7 @@ class Trainer:
             for epoch in range(initial_epoch, epochs):
                 runner.reset()
                 callback_list.on_epoch_begin(epoch)
+                step = -1
                 for step, (xs, ys, weights) in enumerate(adapter.batches()):
                     callback_list.on_train_batch_begin(step)
                     runner.run(xs, ys, weights, step, epoch)
@@ -169,6 +173,10 @@ class Trainer:
                     if self.stop_training:
                         break
                 adapter.on_epoch_end()
+                if adapter.exhausted:  # a generator ran out of data: stop, as Keras does
+                    self.stop_training = True
+                    if step < 0:
+                        break
                 epoch_logs = runner.logs()
                 if val_adapter is not None and (epoch + 1) % validation_freq == 0:
                     val_logs = self._evaluate_batches(val_adapter, "evaluate", callback_list)
@@ -205,27 +213,31 @@ class Trainer:
         return logs
 
     # -- inference ----------------------------------------------------------------------------
-    def _predict_arrays(self, xs, batch_size, on_batch=None):
-        """Outputs (one array per model output) for all of xs; `on_batch(index, start,
-        first output)` after each batch."""
-        count = len(xs[0])
-        outputs = [np.empty((count, *t.shape[1:]), dtype=np.float32) for t in self.outputs]
-        for index, start in enumerate(range(0, count, batch_size)):
-            size = min(batch_size, count - start)
-            plan = self._plan(False, size)
-            for array, x in zip(plan.input_arrays, xs, strict=True):
-                array[...] = x[start:start + size]
-            plan.predict_step()
-            for out, result in zip(outputs, plan.output_arrays, strict=True):
-                out[start:start + size] = result
-            if on_batch is not None:
-                on_batch(index, start, outputs[0][start:start + size])
-        return outputs
+    def _predict_batches(self, adapter):
+        """Outputs (one array per model output) over the adapter's batches."""
+        parts = [[] for _ in self.outputs]
+        try:
+            for xs, _, _ in adapter.batches():
+                plan = self._plan(False, len(xs[0]))
+                # copied, not re-pointed: an output may be the input memory itself
+                for array, x in zip(plan.input_arrays, xs, strict=True):
+                    array[...] = x
+                plan.predict_step()
+                for part, result in zip(parts, plan.output_arrays, strict=True):
+                    part.append(result.copy())
+            adapter.on_epoch_end()
+        finally:
+            adapter.close()
+        return [np.concatenate(part) if part else np.empty((0, *t.shape[1:]), np.float32)
+                for part, t in zip(parts, self.outputs, strict=True)]
 
-    def predict(self, x, batch_size=None, verbose=0):
-        """Outputs for x: one array, or the model's output structure (list / dict)."""
-        xs = self._check_x(x)
-        outputs = self._predict_arrays(xs, int(batch_size or 32))
+    def predict(self, x, batch_size=None, verbose=0, steps=None):
+        """Outputs for x (arrays, a generator or a PyDataset): one array, or the model's
+        output structure (list / dict)."""
+        self._build_from_arrays(x)
+        adapter = get_data_adapter(x, None, None, batch_size, steps, False,
+                                   signature=self._signature("predict"))
+        outputs = self._predict_batches(adapter)
         # as Keras, a one-output list or tuple comes back as the array itself (not a dict)
         if len(outputs) == 1 and not isinstance(self._output_structure, dict):
             return outputs[0]

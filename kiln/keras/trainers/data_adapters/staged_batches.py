@@ -104,7 +104,9 @@ class BatchStandardizer:
                 raise ValueError(f"{where}: argument {name} must be an array with samples "
                                  "first, got a scalar")
             if shapes is not None:
-                check_shape(array, name, shapes[position], where)
+                hints = self.signature.input_hints if argument == "x" else None
+                check_shape(array, name, shapes[position], where,
+                            f" {hints[position]}" if hints else "")
             if len(array) == 0:
                 raise ValueError(f"{where}: argument {name} is empty (shape {array.shape}); "
                                  "expected at least one sample")
