@@ -53,9 +53,11 @@ class HeadView:
 def resolve(graph, losses, batch_size):
     """HeadViews for `losses` (OutputLoss list): where each head reads and what it fuses."""
     views = []
+    # the nodes of this graph (after fusion), not the traced ones a tensor remembers
+    producers = {id(node.output): node for node in graph.nodes}
     for loss in losses:
         tensor = graph.outputs[loss.output]
-        node = tensor.node
+        node = producers.get(id(tensor))
         readers = graph.consumers.get(id(tensor), [])
         shared = readers or sum(t is tensor for t in graph.outputs) > 1
         head = loss.head
