@@ -25,6 +25,7 @@ def warm_up():
         mixed_precision.set_global_policy(policy)
         # one per update kernel (AdamW shares Adam's); clipnorm compiles the norm reduction
         for optimizer in (optimizers.SGD(momentum=0.9), optimizers.RMSprop(),
+                          optimizers.RMSprop(momentum=0.5, centered=True),
                           optimizers.Adadelta(), optimizers.Adam(clipnorm=1.0),
                           optimizers.Nadam(), optimizers.Adamax(), optimizers.Adagrad(),
                           optimizers.Lion()):

@@ -8,12 +8,12 @@ from .adamax import AdamaxUpdater, adamax_kernel
 from .clipping import squared_norm
 from .lion import LionUpdater, lion_kernel
 from .nadam import NadamUpdater, nadam_kernel
-from .rmsprop import RMSpropUpdater, rmsprop_kernel
+from .rmsprop import RMSpropUpdater, rmsprop_kernel, rmsprop_plain_kernel
 from .sgd import SGDUpdater, sgd_kernel
 from .updater import Updater
 
-KERNELS = (sgd_kernel, rmsprop_kernel, adam_kernel, nadam_kernel, adamax_kernel,
-           adagrad_kernel, adadelta_kernel, lion_kernel, squared_norm)
+KERNELS = (sgd_kernel, rmsprop_kernel, rmsprop_plain_kernel, adam_kernel, nadam_kernel,
+           adamax_kernel, adagrad_kernel, adadelta_kernel, lion_kernel, squared_norm)
 
 __all__ = ["Updater", "SGDUpdater", "RMSpropUpdater", "AdamUpdater", "NadamUpdater",
            "AdamaxUpdater", "AdagradUpdater", "AdadeltaUpdater", "LionUpdater", "KERNELS"]

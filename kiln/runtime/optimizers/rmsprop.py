@@ -9,6 +9,21 @@ from ...ops.numba_config import PARALLEL, njit, prange
 from .updater import Updater
 
 
+# The plain rule (no momentum, not centered; the default, and cifar10_cnn's) has a kernel of
+# its own: with the two options as runtime flags, numba's loop stopped vectorizing and took
+# 1.3-1.4 ms per step over 1.2M weights on one thread, against 0.36-0.39 ms without them.
+@njit(**PARALLEL)
+def rmsprop_plain_kernel(w, g, velocity, scale, decay, clip, lr, rho, one_minus_rho, epsilon):
+    for i in prange(w.size):
+        gi = g[i] * scale
+        if clip > 0:
+            gi = min(max(gi, -clip), clip)
+        wi = w[i] - w[i] * decay
+        v = rho * velocity[i] + one_minus_rho * (gi * gi)
+        velocity[i] = v
+        w[i] = wi - lr * gi / np.sqrt(v + epsilon)
+
+
 @njit(**PARALLEL)
 def rmsprop_kernel(w, g, velocity, momentum_slot, average, scale, decay, clip, lr, rho,
                    one_minus_rho, momentum, epsilon, use_momentum, centered):
@@ -48,6 +63,10 @@ class RMSpropUpdater(Updater):
 
     def _run(self, views, scale, decay, clip, lr):
         w, g, velocity, momentum, average = views
+        if not self.centered and not self.momentum > 0:
+            rmsprop_plain_kernel(w, g, velocity, scale, decay, clip, lr, self.rho,
+                                 self.one_minus_rho, self.epsilon)
+            return
         rmsprop_kernel(w, g, velocity, momentum, average, scale, decay, clip, lr, self.rho,
                        self.one_minus_rho, self.momentum, self.epsilon,
                        bool(self.momentum > 0), self.centered)
