@@ -84,6 +84,16 @@ def _mirror(index, length):
     return index
 
 
+@njit(inline="always", **_EXACT)
+def _compose(a, b):
+    """The product of two affine maps given as 6-tuples (rows [a0 a1 a2], [a3 a4 a5], and an
+    implicit [0 0 1]): scalars, so building a matrix per image allocates nothing."""
+    return (a[0] * b[0] + a[1] * b[3], a[0] * b[1] + a[1] * b[4],
+            a[0] * b[2] + a[1] * b[5] + a[2],
+            a[3] * b[0] + a[4] * b[3], a[3] * b[1] + a[4] * b[4],
+            a[3] * b[2] + a[4] * b[5] + a[5])
+
+
 @njit(**_EXACT)
 def _affine_matrix(p, h, w, matrix):
     """Keras 2's apply_affine_transform matrix for parameters row `p` of an (h, w) image:
@@ -94,25 +104,22 @@ def _affine_matrix(p, h, w, matrix):
     shear, zx, zy = p[SHEAR], p[ZX], p[ZY]
     if theta == 0 and tx == 0 and ty == 0 and shear == 0 and zx == 1 and zy == 1:
         return False
-    t = np.eye(3)
+    t = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
     if theta != 0:
         a = np.deg2rad(theta)
-        t = np.array([[np.cos(a), -np.sin(a), 0.0], [np.sin(a), np.cos(a), 0.0],
-                      [0.0, 0.0, 1.0]])
+        t = (np.cos(a), -np.sin(a), 0.0, np.sin(a), np.cos(a), 0.0)
     if tx != 0 or ty != 0:
-        t = t @ np.array([[1.0, 0.0, tx], [0.0, 1.0, ty], [0.0, 0.0, 1.0]])
+        t = _compose(t, (1.0, 0.0, tx, 0.0, 1.0, ty))
     if shear != 0:
         s = np.deg2rad(shear)
-        t = t @ np.array([[1.0, -np.sin(s), 0.0], [0.0, np.cos(s), 0.0], [0.0, 0.0, 1.0]])
+        t = _compose(t, (1.0, -np.sin(s), 0.0, 0.0, np.cos(s), 0.0))
     if zx != 1 or zy != 1:
-        t = t @ np.array([[zx, 0.0, 0.0], [0.0, zy, 0.0], [0.0, 0.0, 1.0]])
+        t = _compose(t, (zx, 0.0, 0.0, 0.0, zy, 0.0))
     ox, oy = h / 2.0 - 0.5, w / 2.0 - 0.5
-    offset = np.array([[1.0, 0.0, ox], [0.0, 1.0, oy], [0.0, 0.0, 1.0]])
-    reset = np.array([[1.0, 0.0, -ox], [0.0, 1.0, -oy], [0.0, 0.0, 1.0]])
-    t = (offset @ t) @ reset
+    t = _compose(_compose((1.0, 0.0, ox, 0.0, 1.0, oy), t), (1.0, 0.0, -ox, 0.0, 1.0, -oy))
     # Keras's matrix is in (x, y) order; arrays index (row, col): M' = P M P
-    matrix[0, 0], matrix[0, 1], matrix[0, 2] = t[1, 1], t[1, 0], t[1, 2]
-    matrix[1, 0], matrix[1, 1], matrix[1, 2] = t[0, 1], t[0, 0], t[0, 2]
+    matrix[0, 0], matrix[0, 1], matrix[0, 2] = t[4], t[3], t[5]
+    matrix[1, 0], matrix[1, 1], matrix[1, 2] = t[1], t[0], t[2]
     return True
 
 
@@ -129,6 +136,17 @@ def _sample_image(source, target, matrix, mode, cval, flip_h, flip_v):
             # to the same side as scipy's, which decides 'constant' fill there
             y = matrix[0, 2] + rr * matrix[0, 0] + cc * matrix[0, 1]
             x = matrix[1, 2] + rr * matrix[1, 0] + cc * matrix[1, 1]
+            if 0.0 <= y < h - 1 and 0.0 <= x < w - 1:
+                # inside: every fill mode reads the four neighbours as they are
+                r0, c0 = int(y), int(x)
+                fy, fx = y - r0, x - c0
+                w00, w01 = (1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx
+                w10, w11 = fy * (1.0 - fx), fy * fx
+                for k in range(channels):
+                    target[r, c, k] = (w00 * source[r0, c0, k] + w01 * source[r0, c0 + 1, k]
+                                       + w10 * source[r0 + 1, c0, k]
+                                       + w11 * source[r0 + 1, c0 + 1, k])
+                continue
             if mode == REFLECT:
                 y0, x0 = math.floor(y), math.floor(x)
                 r0, r1 = _reflect(int(y0), h), _reflect(int(y0) + 1, h)
