@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from ..saving import weights_file
 from ..saving.atomic_file import atomic_path
 from .monitor_callback import MonitorCallback, with_aliases
 
@@ -71,8 +72,10 @@ class ModelCheckpoint(MonitorCallback):
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
-        if not self.save_weights_only and not hasattr(self.model, "save"):
-            # fail before training rather than after the first epoch
+        # fail before training rather than after the first epoch
+        if self.save_weights_only:
+            weights_file.check_weights_filepath(self.filepath, "ModelCheckpoint")
+        elif not hasattr(self.model, "save"):
             raise NotImplementedError(
                 f"ModelCheckpoint: saving the whole model ({self.filepath}) needs model.save, "
                 "which kiln does not have yet; pass save_weights_only=True with a filepath "

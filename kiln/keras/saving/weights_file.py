@@ -107,17 +107,23 @@ def ask_to_proceed_with_overwrite(filepath):
 
 
 # -- checks -----------------------------------------------------------------------------------
-def _checked_path(model, filepath, caller):
+def check_weights_filepath(filepath, caller="save_weights"):
+    """Raises the ValueError save_weights / load_weights would raise for this file name (so a
+    callback can refuse a path before training rather than after its first epoch)."""
     filepath = os.fspath(filepath)
-    if not filepath.endswith(WEIGHTS_SUFFIX):
-        if filepath.endswith((".h5", ".hdf5")):
-            raise ValueError(
-                f"{caller}: {filepath} names a Keras 2 legacy HDF5 weights file (.h5), which "
-                f"kiln does not {'write' if caller == 'save_weights' else 'read'} yet; kiln "
-                f"supports the Keras 3 weights format: use a filepath ending in "
-                f"'{WEIGHTS_SUFFIX}'")
-        raise ValueError(f"{caller}: the filename must end in '{WEIGHTS_SUFFIX}' (the Keras 3 "
-                         f"weights format). Received: filepath={filepath}")
+    if filepath.endswith(WEIGHTS_SUFFIX):
+        return filepath
+    if filepath.endswith((".h5", ".hdf5")):
+        raise ValueError(
+            f"{caller}: {filepath} names a Keras 2 legacy HDF5 weights file (.h5), which "
+            f"kiln does not {'write' if caller == 'save_weights' else 'read'} yet; kiln "
+            f"supports the Keras 3 weights format: use a filepath ending in '{WEIGHTS_SUFFIX}'")
+    raise ValueError(f"{caller}: the filename must end in '{WEIGHTS_SUFFIX}' (the Keras 3 "
+                     f"weights format). Received: filepath={filepath}")
+
+
+def _checked_path(model, filepath, caller):
+    filepath = check_weights_filepath(filepath, caller)
     model.weights  # noqa: B018 (builds a model whose input shape is known, as Keras does)
     if not model.built:
         raise ValueError(f"{caller}: {model.context} has not been built yet: call it on data "
