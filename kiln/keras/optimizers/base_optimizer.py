@@ -38,7 +38,7 @@ class UnknownArgumentError(TypeError, ValueError):
     keywords, and a ValueError as Keras 3 reports them, so either `except` catches it."""
 
 
-def _is_number(value):
+def is_number(value):
     return isinstance(value, (numbers.Real, np.floating, np.integer)) and \
         not isinstance(value, bool)
 
@@ -55,35 +55,9 @@ class Optimizer:
     def __init__(self, *args, **kwargs):
         owner = type(self).__name__
         arguments = self._bind_arguments(owner, args, kwargs)
-        lr = arguments.pop("lr", None)
-        decay = arguments.pop("decay", None)
-        if lr is not None:
-            if arguments["learning_rate"] is not None:
-                raise ValueError(f"{owner}: give either learning_rate or lr (its Keras 2 "
-                                 "name), not both")
-            arguments["learning_rate"] = lr
-        for argument in UNSUPPORTED:
-            if arguments[argument] != BASE_ARGUMENTS[argument]:
-                raise NotImplementedError(f"{owner}: argument {argument} is not supported by "
-                                          f"kiln yet (got {arguments[argument]!r})")
+        self.decay = self._take_keras2_arguments(owner, arguments)
         self.name = arguments["name"] or unique_name(owner)
-        self.decay = self._non_negative(owner, "decay", 0.0 if decay is None else decay)
-        clips = {key: arguments[key] for key in ("clipnorm", "clipvalue", "global_clipnorm")}
-        if sum(value is not None for value in clips.values()) > 1:
-            raise ValueError(
-                f"{owner}: only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
-                f"set. Received: clipnorm={clips['clipnorm']}, clipvalue={clips['clipvalue']}"
-                f", global_clipnorm={clips['global_clipnorm']}")
-        for key, value in clips.items():
-            setattr(self, key, None if value is None else self._non_negative(owner, key, value))
-        weight_decay = arguments["weight_decay"]
-        self.weight_decay = None if weight_decay is None else \
-            self._non_negative(owner, "weight_decay", weight_decay)
-        self.use_ema = arguments["use_ema"]
-        self.ema_momentum = arguments["ema_momentum"]
-        self.ema_overwrite_frequency = arguments["ema_overwrite_frequency"]
-        self.loss_scale_factor = arguments["loss_scale_factor"]
-        self.gradient_accumulation_steps = arguments["gradient_accumulation_steps"]
+        self._take_base_arguments(owner, arguments)
         self._hyper = {key: arguments[key] for key in self.hyperparameters
                        if key not in BASE_ARGUMENTS}
         if self._hyper.get("epsilon", 0.0) is None:  # Keras 2's "None means K.epsilon()"
@@ -101,6 +75,13 @@ class Optimizer:
             clipnorm=self.clipnorm, clipvalue=self.clipvalue,
             global_clipnorm=self.global_clipnorm, decay_filter=self._uses_weight_decay,
             **self._hyper)
+        # one object each, as Keras's variables: references kept by callbacks stay live
+        self._learning_rate_variable = ScalarVariable(
+            f"{self.name}/learning_rate", lambda: self._rate_at(self._updater.iterations),
+            self._set_learning_rate, "float32")
+        self._iterations_variable = ScalarVariable(
+            f"{self.name}/iteration", lambda: self._updater.iterations,
+            self._set_iterations, "int64")
 
     # -- arguments ----------------------------------------------------------------------------
     def _bind_arguments(self, owner, args, kwargs):
@@ -122,9 +103,39 @@ class Optimizer:
                                        f"{', '.join(map(repr, unknown))}; expected {expected}")
         return {**BASE_ARGUMENTS, **self.hyperparameters, **given}
 
+    @classmethod
+    def _take_keras2_arguments(cls, owner, arguments):
+        """Moves `lr` into `learning_rate`; returns Keras 2's `decay` (0 without it)."""
+        lr, decay = arguments.pop("lr", None), arguments.pop("decay", None)
+        if lr is not None:
+            if arguments["learning_rate"] is not None:
+                raise ValueError(f"{owner}: give either learning_rate or lr (its Keras 2 "
+                                 "name), not both")
+            arguments["learning_rate"] = lr
+        return cls._non_negative(owner, "decay", 0.0 if decay is None else decay)
+
+    def _take_base_arguments(self, owner, arguments):
+        """Clipping and weight decay, checked as Keras does; the arguments kiln does not
+        implement are accepted only at their defaults."""
+        for argument in UNSUPPORTED:
+            if arguments[argument] != BASE_ARGUMENTS[argument]:
+                raise NotImplementedError(f"{owner}: argument {argument} is not supported by "
+                                          f"kiln yet (got {arguments[argument]!r})")
+        clips = {key: arguments[key] for key in ("clipnorm", "clipvalue", "global_clipnorm")}
+        if sum(value is not None for value in clips.values()) > 1:
+            raise ValueError(
+                f"{owner}: only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be "
+                f"set. Received: clipnorm={clips['clipnorm']}, clipvalue={clips['clipvalue']}"
+                f", global_clipnorm={clips['global_clipnorm']}")
+        for key in (*clips, "weight_decay"):
+            value = arguments[key]
+            setattr(self, key, None if value is None else self._non_negative(owner, key, value))
+        for key in ("use_ema", "ema_momentum", *UNSUPPORTED[1:]):
+            setattr(self, key, arguments[key])
+
     @staticmethod
     def _non_negative(owner, argument, value):
-        if not _is_number(value) or not math.isfinite(value) or value < 0:
+        if not is_number(value) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{owner}: argument {argument} must be a finite number >= 0, "
                              f"got {value!r}")
         return float(value)
@@ -135,7 +146,7 @@ class Optimizer:
     # -- learning rate ------------------------------------------------------------------------
     def _set_learning_rate(self, rate):
         owner = type(self).__name__
-        if isinstance(rate, LearningRateSchedule) or (callable(rate) and not _is_number(rate)
+        if isinstance(rate, LearningRateSchedule) or (callable(rate) and not is_number(rate)
                                                       and not isinstance(rate, ScalarVariable)):
             self._schedule = rate
             return
@@ -165,9 +176,7 @@ class Optimizer:
     def learning_rate(self):
         """The current learning rate as a variable-like object: float() / np.asarray() /
         get_value read it, `assign` / set_value write it (a TypeError under a schedule)."""
-        return ScalarVariable(f"{self.name}/learning_rate",
-                              lambda: self._rate_at(self._updater.iterations),
-                              self._set_learning_rate, "float32")
+        return self._learning_rate_variable
 
     @learning_rate.setter
     def learning_rate(self, rate):
@@ -178,10 +187,10 @@ class Optimizer:
     @property
     def iterations(self):
         """Steps taken so far (Keras's `iterations` variable)."""
-        def write(value):
-            self._updater.iterations = int(value)
-        return ScalarVariable(f"{self.name}/iteration", lambda: self._updater.iterations,
-                              write, "int64")
+        return self._iterations_variable
+
+    def _set_iterations(self, value):
+        self._updater.iterations = int(value)
 
     # -- weight decay exclusions --------------------------------------------------------------
     def exclude_from_weight_decay(self, var_list=None, var_names=None):

@@ -1,7 +1,7 @@
 """`keras.optimizers.Lion`: sign of an interpolated momentum."""
 
 from ...runtime.optimizers import LionUpdater
-from .base_optimizer import Optimizer, _is_number
+from .base_optimizer import Optimizer, is_number
 
 
 class Lion(Optimizer):
@@ -14,6 +14,6 @@ class Lion(Optimizer):
 
     def _check_hyperparameters(self, owner, hyper):
         beta_1 = hyper["beta_1"]
-        if not _is_number(beta_1) or not 0 < beta_1 <= 1:
+        if not is_number(beta_1) or not 0 < beta_1 <= 1:
             raise ValueError(f"{owner}: argument beta_1 must be in the (0, 1] range "
                              f"(otherwise the optimizer degenerates to SignSGD), got {beta_1!r}")

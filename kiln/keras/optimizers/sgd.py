@@ -1,7 +1,7 @@
 """`keras.optimizers.SGD`: gradient descent with optional (Nesterov) momentum."""
 
 from ...runtime.optimizers import SGDUpdater
-from .base_optimizer import Optimizer, _is_number
+from .base_optimizer import Optimizer, is_number
 
 
 class SGD(Optimizer):
@@ -15,7 +15,7 @@ class SGD(Optimizer):
 
     def _check_hyperparameters(self, owner, hyper):
         momentum = hyper["momentum"]
-        if not _is_number(momentum) or not 0 <= momentum <= 1:
+        if not is_number(momentum) or not 0 <= momentum <= 1:
             raise ValueError(f"{owner}: argument momentum must be a float between [0, 1], "
                              f"got {momentum!r}")
         hyper["momentum"] = float(momentum)

@@ -130,6 +130,8 @@ def test_bad_arguments_name_the_optimizer_and_argument(call, error, pattern):
 
 def test_learning_rate_is_a_variable_for_keras2_and_keras3_code():
     optimizer = kk.optimizers.SGD(learning_rate=0.01)
+    kept = optimizer.learning_rate  # one object, as a Keras variable, that stays current
+    assert kept is optimizer.lr and optimizer.iterations is optimizer.iterations
     assert float(optimizer.lr) == pytest.approx(0.01)
     value = backend.get_value(optimizer.lr)
     assert isinstance(value, np.ndarray) and value.dtype == np.float32 and value.shape == ()
@@ -144,7 +146,7 @@ def test_learning_rate_is_a_variable_for_keras2_and_keras3_code():
     assert np.asarray(optimizer.lr) == np.float32(0.25) and f"{optimizer.lr:.2f}" == "0.25"
     assert "learning_rate" in repr(optimizer.lr) and optimizer.learning_rate.path.endswith(
         "/learning_rate")
-    assert optimizer.get_config()["learning_rate"] == 0.25
+    assert optimizer.get_config()["learning_rate"] == 0.25 and float(kept) == 0.25
     with pytest.raises(ValueError, match=r"SGD: argument learning_rate must be a float >= 0"):
         optimizer.learning_rate = -1.0
     with pytest.raises(TypeError, match=r"set_value: argument x must be a variable"):
