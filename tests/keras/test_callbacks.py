@@ -318,3 +318,11 @@ def test_every_hook_receives_logs_as_in_keras():
     assert [name for name, _ in seen] == ["train_begin", "epoch_begin", "batch_begin",
                                           "train_end"]
     assert all(isinstance(logs, dict) for _, logs in seen)
+
+
+def test_callback_list_accepts_a_callback_list_or_a_lone_callback_as_keras():
+    history = History()
+    inner = CallbackList([history])
+    assert CallbackList(inner, add_history=True).callbacks == [history]
+    stopping = EarlyStopping()
+    assert CallbackList(stopping).callbacks == [stopping]

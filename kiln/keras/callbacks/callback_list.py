@@ -19,6 +19,10 @@ class CallbackList(Callback):
     def __init__(self, callbacks=None, add_history=False, add_progbar=False,
                  model=None, **params):
         super().__init__()
+        if isinstance(callbacks, CallbackList):  # fit(callbacks=CallbackList([...]))
+            callbacks = callbacks.callbacks
+        elif isinstance(callbacks, Callback):  # Keras flattens a lone callback into a list
+            callbacks = [callbacks]
         self.callbacks = list(callbacks or ())
         if add_history and not any(
                 isinstance(c, History) for c in self.callbacks):
