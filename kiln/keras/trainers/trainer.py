@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import optimizers as optimizers_module
 from ..callbacks import CallbackList, ProgbarLogger
-from ..layers.base_layer import flatten, pack_like
+from ..layers.base_layer import pack_like
 from .batch_methods import BatchMethods, is_data_source
 from .batch_steps import BatchRunner
 from .compile_utils import CompileLoss, CompileMetrics, output_names
@@ -69,57 +69,6 @@ class Trainer(BatchMethods):
         for callback in callback_list.callbacks:
             if isinstance(callback, ProgbarLogger):
                 callback.stateful_metrics |= set(names)
-
-    # -- input checks -------------------------------------------------------------------------
-    def _checked_array(self, array, argument, expected, context, why):
-        """`array` as contiguous float32 if it is numeric with shape (batch, *expected)."""
-        try:
-            array = np.asarray(array)
-        except Exception as error:
-            raise ValueError(f"{self.name}: argument {argument} must be a numeric array") \
-                from error
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == np.bool_):
-            raise ValueError(f"{self.name}: argument {argument} must be a numeric array, got "
-                             f"dtype {array.dtype}")
-        if array.shape[1:] != tuple(expected):
-            raise ValueError(f"{context}: argument {argument} must have shape (batch, "
-                             f"{', '.join(map(str, expected))}) {why}, got {array.shape}")
-        return np.ascontiguousarray(array, dtype=np.float32)
-
-    def _check_x(self, x):
-        """x as a list of float32 arrays, one per model input (a dict by input name)."""
-        self._build_from_data(x)
-        if isinstance(x, dict) and isinstance(self._input_structure, dict):
-            # Keras reads a dict of arrays by the keys of the model's inputs dict
-            missing = sorted(set(self._input_structure) - set(x))
-            if missing:
-                raise ValueError(f"{self.name}: argument x has no entry for input(s) "
-                                 f"{missing}; got keys {sorted(x)}")
-            arrays = flatten({key: x[key] for key in self._input_structure})
-        elif isinstance(x, dict):
-            names = [t.name for t in self.inputs]
-            missing = [name for name in names if name not in x]
-            if missing:
-                raise ValueError(f"{self.name}: argument x has no entry for input(s) "
-                                 f"{missing}; got keys {sorted(x)}")
-            arrays = [x[name] for name in names]
-        elif isinstance(x, (list, tuple)) and len(self.inputs) > 1:
-            arrays = list(x)
-        else:
-            arrays = [x]
-        if len(arrays) != len(self.inputs):
-            raise ValueError(f"{self.name}: argument x must hold {len(self.inputs)} arrays, "
-                             f"one per input, got {len(arrays)}")
-        checked = []
-        for position, (array, tensor) in enumerate(zip(arrays, self.inputs, strict=True)):
-            argument = "x" if len(arrays) == 1 else f"x[{position}]"
-            checked.append(self._checked_array(array, argument, tensor.shape[1:],
-                                               self._input_context(position),
-                                               f"for data_format '{tensor.data_format}'"))
-        if len({len(a) for a in checked}) > 1:
-            raise ValueError(f"{self.name}: the arrays of x must have the same number of "
-                             f"samples, got {[len(a) for a in checked]}")
-        return checked
 
     # -- training -----------------------------------------------------------------------------
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose="auto", callbacks=None,
