@@ -1,4 +1,5 @@
-"""Label and array helpers and the text progress bar, like `keras.utils`."""
+"""`keras.utils`: label and array helpers and the text progress bar (here), PyDataset /
+Sequence, set_random_seed and image_dataset_from_directory (one module each)."""
 
 import numbers
 import sys
