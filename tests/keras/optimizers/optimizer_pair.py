@@ -84,9 +84,19 @@ class Arena:
         return self.values[mask]
 
 
-def run_kiln(class_name, arguments, weights, grads):
-    """Weights after each step, the arena, and the optimizer."""
+class _Named:
+    def __init__(self, path):
+        self.path = path
+
+
+def run_kiln(class_name, arguments, weights, grads, exclude=None):
+    """Weights after each step, the arena, and the optimizer. `exclude`: {"var_names": [...],
+    "var_list": [weight names]} for exclude_from_weight_decay."""
     optimizer = build(kk, class_name, arguments)
+    if exclude:
+        optimizer.exclude_from_weight_decay(
+            var_list=[_Named(name) for name in exclude.get("var_list", ())],
+            var_names=exclude.get("var_names"))
     updater = optimizer.make_updater()
     arena = Arena(weights)
     history = []
@@ -97,12 +107,17 @@ def run_kiln(class_name, arguments, weights, grads):
     return history, arena, optimizer
 
 
-def run_keras(class_name, arguments, weights, grads):
+def run_keras(class_name, arguments, weights, grads, exclude=None):
     """Weights after each step and the Keras optimizer."""
     keras = real_keras()
     variables = [keras.Variable(value, name=name.replace("/", "_"))
                  for name, value in weights.items()]
     optimizer = build(keras, class_name, arguments)
+    if exclude:
+        by_name = dict(zip(SHAPES, variables, strict=True))
+        optimizer.exclude_from_weight_decay(
+            var_list=[by_name[name] for name in exclude.get("var_list", ())],
+            var_names=exclude.get("var_names"))
     history = []
     for step_grads in grads:
         optimizer.apply_gradients(zip([step_grads[name] for name in SHAPES], variables,

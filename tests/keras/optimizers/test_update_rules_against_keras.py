@@ -150,3 +150,16 @@ def test_zero_gradient_is_not_scaled_by_clipnorm():
                                   grads)
     np.testing.assert_array_equal(kiln_history[-1]["dense/bias"], weights["dense/bias"])
     assert np.isfinite(kiln_history[-1]["dense/kernel"]).all()
+
+
+@pytest.mark.parametrize("exclude", [{"var_names": ["bias"]}, {"var_list": ["conv/kernel"]},
+                                     {"var_names": ["bias"], "var_list": ["dense/kernel"]}],
+                         ids=["names", "list", "both"])
+def test_weights_excluded_from_weight_decay_as_keras(exclude):
+    weights, grads = starting_point(seed=12)
+    arguments = {"learning_rate": 0.05, "weight_decay": 0.5}
+    kiln_history, _, optimizer = run_kiln("AdamW", arguments, weights, grads, exclude)
+    keras_history, _ = run_keras("AdamW", arguments, weights, grads, exclude)
+    assert_same_steps(kiln_history, keras_history, weights, f"AdamW excluding {exclude}")
+    with pytest.raises(ValueError, match=r"only be configured before the optimizer is built"):
+        optimizer.exclude_from_weight_decay(var_names=["kernel"])
