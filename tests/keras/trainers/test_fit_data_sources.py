@@ -189,3 +189,21 @@ def test_use_multiprocessing_is_refused_by_fit_generator():
     with pytest.raises(ValueError, match="use_multiprocessing=True is not supported"), \
             pytest.warns(DeprecationWarning):
         net.fit_generator(Batches(X, Y, 16), use_multiprocessing=True, workers=2)
+
+
+def test_augmented_fit_generator_with_four_workers_repeats_exactly_under_a_seed():
+    """Worker threads finish batches in any order; the weights must not care."""
+    def train():
+        net = model(seed=3, dropout=0.25)
+        datagen = ImageDataGenerator(width_shift_range=0.1, height_shift_range=0.1,
+                                     horizontal_flip=True, rotation_range=10)
+        with pytest.warns(DeprecationWarning):
+            history = net.fit_generator(datagen.flow(X, Y, batch_size=8), epochs=2,
+                                        validation_data=(X[:8], Y[:8]), workers=4,
+                                        max_queue_size=3, verbose=0)
+        return net.get_weights(), history.history
+    (first, history), (second, _) = train(), train()
+    assert_same_weights(first, second)
+    assert len(history["val_loss"]) == 2 and np.isfinite(history["loss"]).all()
+    unaugmented, _ = weights_after(lambda n: n.fit(X, Y, batch_size=8, epochs=2, verbose=0))
+    assert not np.array_equal(first[0], unaugmented[0])
