@@ -9,6 +9,7 @@ from . import (
                activations,
                backend,
                callbacks,
+               constraints,
                datasets,
                initializers,
                layers,
@@ -17,11 +18,12 @@ from . import (
                mixed_precision,
                models,
                optimizers,
+               regularizers,
                utils,
 )
 from .layers import Input
 from .models import Model, Sequential
 
-__all__ = ["activations", "backend", "callbacks", "datasets", "initializers", "layers", "losses",
-           "metrics", "mixed_precision", "models", "optimizers", "utils", "Input", "Model",
-           "Sequential"]
+__all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "initializers",
+           "layers", "losses", "metrics", "mixed_precision", "models", "optimizers",
+           "regularizers", "utils", "Input", "Model", "Sequential"]

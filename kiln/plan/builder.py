@@ -7,6 +7,8 @@ the plan afterwards allocates nothing.
 
 from contextlib import contextmanager
 
+import numpy as np
+
 from ..binding import constants as dnnl
 from ..binding.library import lib
 from ..binding.memory import Memory, aligned_bytes, layout_key
@@ -66,6 +68,7 @@ class PlanBuilder:
         self._kept = set()           # id(Memory) of pooled buffers that keep their own bytes
         self._reordered = {}         # (id(source), layout) -> target, inference forward only
         self.planned_bytes = {}
+        self.loss_terms = []         # see loss_term()
 
     # -- buffers and primitives -------------------------------------------------------------
     def allocate(self, desc):
@@ -125,6 +128,13 @@ class PlanBuilder:
 
     def kernel(self, function, arguments, label):
         return KernelCall(function, arguments, label)
+
+    def loss_term(self):
+        """A one-float array a forward kernel writes a penalty into each step (an activity
+        regularizer's); the plan adds every term to the loss it reports."""
+        term = np.zeros(1, dtype=np.float32)
+        self.loss_terms.append(term)
+        return term
 
     # -- layout -----------------------------------------------------------------------------
     def reorder(self, source, desc, label, backward=False):

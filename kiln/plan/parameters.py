@@ -23,6 +23,12 @@ class Parameter:
         self.name = name
         self.trainable = trainable
         self.dims = tuple(dims)
+        self.keras_shape = np.shape(value)
+        # Keras' weight regularizer as coefficients of l1 * sum|w| + l2 * sum w^2, and its
+        # constraint as ("non_neg",) or ("norm", min, max, rate, axes): see
+        # runtime/regularization.py
+        self.l1 = self.l2 = 0.0
+        self.constraint = None
         self.user_tag = user_tag
         self.user_desc = MemoryDesc.with_tag(self.dims, dnnl.f32, user_tag)
         self.pending_value = np.ascontiguousarray(value, dtype=np.float32)
@@ -67,7 +73,10 @@ class ParameterStore:
         value = self.get_value(name)
         del self.parameters[name]
         self.stale = True
-        return Parameter(name, parameter.dims, parameter.user_tag, value, parameter.trainable)
+        moved = Parameter(name, parameter.dims, parameter.user_tag,
+                          value.reshape(parameter.keras_shape), parameter.trainable)
+        moved.l1, moved.l2, moved.constraint = parameter.l1, parameter.l2, parameter.constraint
+        return moved
 
     def adopt(self, parameter):
         if parameter.name in self.parameters:

@@ -31,6 +31,10 @@ from .gradients import GradientMap
 from .liveness import kernel_arrays
 from .loss_plan import OutputLoss, plan_heads, resolve
 from .sub_batches import SubBatchUnsupported
+from .weight_penalties import WeightConstraints, WeightPenalties
+
+# Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
+CONSTRAINT_EPSILON = 1e-7
 
 
 def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
@@ -119,6 +123,10 @@ class StepPlan:
         self.parameters = parameters
         self.optimizer = optimizer
         self.sub_batch = images if sliced else 0
+        # regularization penalties: one-value float64 arrays written by kernels of the step
+        # (weight and activity regularizers append them while they are planned), added to
+        # the reported loss
+        self.penalties = []
         builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
         self.builder = builder
         self._input_slices = []
@@ -184,6 +192,14 @@ class StepPlan:
         self._copy_inputs = self._kernels_read_inputs(builder)
         self.planned_bytes = dict(builder.planned_bytes)
         parameters.pack()
+        # Keras adds the weights' l1 / l2 penalties and the activity penalties to the loss
+        # (evaluation too); the weights' penalty gradients join the arena before the update,
+        # and constraints project the weights after it
+        self.penalties.extend(builder.loss_terms)
+        self._penalty = 0.0
+        self._penalties = WeightPenalties(parameters, gradients=self.training)
+        self._constraints = WeightConstraints(parameters, CONSTRAINT_EPSILON) \
+            if self.training else None
         self.calls = builder.forward_calls + builder.backward_calls
         self._runs = [call.run for call in self.calls]
 
@@ -199,7 +215,7 @@ class StepPlan:
         self.labels = self.label_arrays[0]  # the one output's labels (bench, tests)
         self.outputs = self.output_arrays[0]
         # (total loss, accuracy of the first head): the weighted total is summed after the
-        # calls; regularization penalties will be added to it there
+        # calls, with the regularization penalties (see _build)
         self.stats = np.zeros(2, dtype=np.float64)
         self._loss_weights = [view.loss.weight for view in self.heads]
         self._head_stats = [view.stats for view in self.heads]
@@ -209,7 +225,9 @@ class StepPlan:
         total = 0.0
         for weight, head in zip(self._loss_weights, self._head_stats, strict=True):
             total += weight * head[0]
-        stats[0] = total
+        for penalty in self.penalties:
+            total += penalty[0]
+        stats[0] = total + self._penalty
         stats[1] = self._head_stats[0][1] / len(self.labels)
         return stats
 
@@ -310,13 +328,17 @@ class StepPlan:
         head's own stats are in `self.heads[i].stats`."""
         for run in self._runs:
             run()
+        self._penalty = self._penalties.apply() if self._penalties else 0.0
         self._update()
+        if self._constraints:
+            self._constraints.apply()
         return self._total_loss()
 
     def evaluate_step(self):
         """An evaluation plan's forward, losses and metrics; returns the stats as train_step."""
         for run in self._runs:
             run()
+        self._penalty = self._penalties.apply() if self._penalties else 0.0
         return self._total_loss()
 
     def _update(self):

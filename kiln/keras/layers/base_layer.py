@@ -15,7 +15,9 @@ import numpy as np
 
 from ... import ops
 from ...graph.symbolic import SymbolicTensor, apply
+from ...ops.activity_regularization import ActivityRegularization
 from ...plan.parameters import ParameterStore
+from .. import constraints, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .weight import Weight
 
@@ -93,8 +95,11 @@ class Layer:
         batch_input_shape = kwargs.pop("batch_input_shape", None)
         input_dim = kwargs.pop("input_dim", None)
         kwargs.pop("autocast", None)  # Keras 3 flag with no effect here: kiln casts in the plan
+        activity_regularizer = kwargs.pop("activity_regularizer", None)
         self._tracked = []
         self.name = name or unique_name(cls)
+        self.activity_regularizer = regularizers.get(activity_regularizer, self.context,
+                                                     "activity_regularizer")
         if kwargs:
             raise TypeError(f"{self.context}: unexpected keyword argument(s) {sorted(kwargs)}")
         if input_shape is None and batch_input_shape is not None:
@@ -148,9 +153,11 @@ class Layer:
         inference mode, as in Keras 3."""
 
     # -- weights ------------------------------------------------------------------------------
-    def add_weight(self, name, shape, initializer, dims, tag, trainable=True):
+    def add_weight(self, name, shape, initializer, dims, tag, trainable=True, regularizer=None,
+                   constraint=None):
         """Create a weight of Keras shape `shape`, stored as logical `dims` with user `tag`;
-        `trainable=False` for state the step updates itself."""
+        `trainable=False` for state the step updates itself. `regularizer` / `constraint`
+        (keras.regularizers / keras.constraints objects) are planned into the step."""
         if self._store is None:
             self._store = ParameterStore()
         path = f"{self.name}/{name}"
@@ -159,7 +166,13 @@ class Layer:
             raise ValueError(f"{self.context}: initializer of '{name}' returned shape "
                              f"{value.shape}, expected {tuple(shape)}")
         self._store.add(path, dims, tag, value, trainable)
+        parameter = self._store.parameters[path]
+        if regularizer is not None:
+            parameter.l1, parameter.l2 = regularizer.coefficients()
+        if constraint is not None:
+            parameter.constraint = constraint.spec()
         weight = Weight(self._store, path, shape, trainable)
+        weight.regularizer, weight.constraint = regularizer, constraint
         self._weights.append(weight)
         return weight
 
@@ -167,10 +180,34 @@ class Layer:
         """The kernel (and bias, with use_bias) of a conv or dense layer, in Keras shapes;
         `parameter_dims` is the op's {name: (logical dims, user tag)}."""
         self.kernel = self.add_weight("kernel", kernel_shape, self.kernel_initializer,
-                                      *parameter_dims["kernel"])
+                                      *parameter_dims["kernel"],
+                                      regularizer=self.kernel_regularizer,
+                                      constraint=self.kernel_constraint)
         if self.use_bias:
             self.bias = self.add_weight("bias", (kernel_shape[-1],), self.bias_initializer,
-                                        *parameter_dims["bias"])
+                                        *parameter_dims["bias"],
+                                        regularizer=self.bias_regularizer,
+                                        constraint=self.bias_constraint)
+
+    def set_weight_regularization(self, kernel_regularizer=None, bias_regularizer=None,
+                                  kernel_constraint=None, bias_constraint=None):
+        """The Keras arguments of a conv or dense layer's kernel and bias penalties and
+        constraints (checked here, planned into the step when the weights are made)."""
+        self.kernel_regularizer = regularizers.get(kernel_regularizer, self.context,
+                                                   "kernel_regularizer")
+        self.bias_regularizer = regularizers.get(bias_regularizer, self.context,
+                                                 "bias_regularizer")
+        self.kernel_constraint = constraints.get(kernel_constraint, self.context,
+                                                 "kernel_constraint")
+        self.bias_constraint = constraints.get(bias_constraint, self.context,
+                                               "bias_constraint")
+
+    def weight_regularization_config(self):
+        return {key: None if value is None else serialize(value) for key, value, serialize in (
+            ("kernel_regularizer", self.kernel_regularizer, regularizers.serialize),
+            ("bias_regularizer", self.bias_regularizer, regularizers.serialize),
+            ("kernel_constraint", self.kernel_constraint, constraints.serialize),
+            ("bias_constraint", self.bias_constraint, constraints.serialize))}
 
     def apply_with_activation(self, op, inputs):
         """Run `op` (which fuses relu/tanh/sigmoid), then any activation it could not fuse."""
@@ -253,6 +290,10 @@ class Layer:
         if "training" in kwargs and not self._call_accepts("training"):
             kwargs.pop("training")
         outputs = self.call(*args, **kwargs)
+        if self.activity_regularizer is not None:
+            l1, l2 = self.activity_regularizer.coefficients()
+            penalty = ActivityRegularization(f"{self.name}/activity_regularizer", l1, l2)
+            outputs = pack_like(outputs, [apply(penalty, t) for t in flatten(outputs)])
         self._record(args, kwargs, outputs)
         flat = flatten(outputs)
         if self.output_shape is None:
@@ -291,6 +332,8 @@ class Layer:
     # -- serialization ------------------------------------------------------------------------
     def get_config(self):
         config = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         if self.input_shape_arg is not None:
             config["batch_input_shape"] = (None, *self.input_shape_arg)
         return config

@@ -10,7 +10,7 @@ import copy
 
 from ... import ops
 from ...graph.symbolic import apply
-from .. import initializers
+from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
 
@@ -20,9 +20,9 @@ class BatchNormalization(Layer):
         momentum: 0.99; epsilon: 1e-3; center (beta), scale (gamma): True.
         beta_initializer 'zeros', gamma_initializer 'ones', moving_mean_initializer 'zeros',
         moving_variance_initializer 'ones'.
-    Keras 2 arguments `fused` (an implementation choice) is accepted; regularizers,
-    constraints, renorm, virtual batches and synchronized statistics raise: kiln does not
-    have them yet.
+        beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint: as in Keras.
+    Keras 2 arguments `fused` (an implementation choice) is accepted; renorm, virtual batches
+    and synchronized statistics raise: kiln does not have them yet.
 
     Call arguments: training=False runs this call in inference mode (moving statistics).
     """
@@ -35,10 +35,14 @@ class BatchNormalization(Layer):
                  renorm_momentum=0.99, fused=None, virtual_batch_size=None, adjustment=None,
                  **kwargs):
         super().__init__(**kwargs)
-        unsupported = {"beta_regularizer": beta_regularizer,
-                       "gamma_regularizer": gamma_regularizer,
-                       "beta_constraint": beta_constraint, "gamma_constraint": gamma_constraint,
-                       "renorm_clipping": renorm_clipping,
+        self.beta_regularizer = regularizers.get(beta_regularizer, self.context,
+                                                 "beta_regularizer")
+        self.gamma_regularizer = regularizers.get(gamma_regularizer, self.context,
+                                                  "gamma_regularizer")
+        self.beta_constraint = constraints.get(beta_constraint, self.context, "beta_constraint")
+        self.gamma_constraint = constraints.get(gamma_constraint, self.context,
+                                                "gamma_constraint")
+        unsupported = {"renorm_clipping": renorm_clipping,
                        "virtual_batch_size": virtual_batch_size, "adjustment": adjustment}
         for argument, value in unsupported.items():
             if value is not None:
@@ -91,10 +95,12 @@ class BatchNormalization(Layer):
         state = self.op.state_dims(dims)
         if self.scale:
             self.gamma = self.add_weight("gamma", (channels,), self.gamma_initializer,
-                                         *parameters["gamma"])
+                                         *parameters["gamma"], regularizer=self.gamma_regularizer,
+                                         constraint=self.gamma_constraint)
         if self.center:
             self.beta = self.add_weight("beta", (channels,), self.beta_initializer,
-                                        *parameters["beta"])
+                                        *parameters["beta"], regularizer=self.beta_regularizer,
+                                        constraint=self.beta_constraint)
         self.moving_mean = self.add_weight("moving_mean", (channels,),
                                            self.moving_mean_initializer,
                                            *state["moving_mean"], trainable=False)
@@ -116,4 +122,9 @@ class BatchNormalization(Layer):
                 "beta_initializer": self.beta_initializer.__name__,
                 "gamma_initializer": self.gamma_initializer.__name__,
                 "moving_mean_initializer": self.moving_mean_initializer.__name__,
-                "moving_variance_initializer": self.moving_variance_initializer.__name__}
+                "moving_variance_initializer": self.moving_variance_initializer.__name__,
+                **{key: None if value is None else serialize(value) for key, value, serialize in (
+                    ("beta_regularizer", self.beta_regularizer, regularizers.serialize),
+                    ("gamma_regularizer", self.gamma_regularizer, regularizers.serialize),
+                    ("beta_constraint", self.beta_constraint, constraints.serialize),
+                    ("gamma_constraint", self.gamma_constraint, constraints.serialize))}}

@@ -17,7 +17,9 @@ class Conv2D(Layer):
             order of the user's axes, never the speed.
         dilation_rate: only 1 is supported.
         activation: name or function (relu, tanh, sigmoid fuse; softmax runs after).
-        use_bias, kernel_initializer, bias_initializer: as in Keras.
+        use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint: as in
+            Keras (penalties and constraints run in the step).
 
     Example:
         >>> model = Sequential([Conv2D(32, (3, 3), activation="relu", input_shape=(28, 28, 1))])
@@ -25,8 +27,12 @@ class Conv2D(Layer):
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
+                                       bias_constraint)
         if not is_integer(filters) or filters <= 0:
             raise ValueError(f"{self.context}: argument filters must be a positive int, "
                              f"got {filters!r}")
@@ -67,4 +73,5 @@ class Conv2D(Layer):
                 "padding": self.padding, "data_format": self.data_format,
                 "activation": self.activation, "use_bias": self.use_bias,
                 "kernel_initializer": self.kernel_initializer.__name__,
-                "bias_initializer": self.bias_initializer.__name__}
+                "bias_initializer": self.bias_initializer.__name__,
+                **self.weight_regularization_config()}

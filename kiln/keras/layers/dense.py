@@ -11,12 +11,18 @@ class Dense(Layer):
     After Flatten it reads the 4D activation directly (no reshape, no reorder); its kernel is
     still the Keras (features, units) matrix.
 
-    Args: units, activation, use_bias, kernel_initializer, bias_initializer.
+    Args: units, activation, use_bias, kernel_initializer, bias_initializer,
+    kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
+    bias_constraint (penalties and constraints run in the step).
     """
 
     def __init__(self, units, activation=None, use_bias=True,
-                 kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, **kwargs):
         super().__init__(**kwargs)
+        self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
+                                       bias_constraint)
         if not is_integer(units) or units <= 0:
             raise ValueError(f"{self.context}: argument units must be a positive int, "
                              f"got {units!r}")
@@ -45,4 +51,5 @@ class Dense(Layer):
         return {**super().get_config(), "units": self.units, "activation": self.activation,
                 "use_bias": self.use_bias,
                 "kernel_initializer": self.kernel_initializer.__name__,
-                "bias_initializer": self.bias_initializer.__name__}
+                "bias_initializer": self.bias_initializer.__name__,
+                **self.weight_regularization_config()}
