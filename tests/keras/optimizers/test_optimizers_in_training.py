@@ -144,3 +144,33 @@ def test_compile_by_name_counts_iterations_per_batch():
     assert isinstance(model.optimizer, kk.optimizers.AdamW) and model.optimizer.iterations == 0
     model.fit(x, y, batch_size=4, epochs=2, verbose=0)
     assert model.optimizer.iterations == 6  # 3 batches (4 + 4 + 2) per epoch
+
+
+def test_trainable_segments_tile_the_trainable_arena():
+    """One segment per trainable weight, by path, in arena order, 64-byte aligned, at least
+    the weight's size (blocked layouts pad with zeros), ending at trainable_size; a frozen
+    layer's weights are not in it."""
+    x, y = data()
+    model = small_cnn(kk)
+    model.layers[1].trainable = False  # the first Dense
+    model.compile(loss="categorical_crossentropy", optimizer=kk.optimizers.SGD(0.1))
+    model.fit(x, y, batch_size=12, epochs=1, verbose=0)
+    segments = model.store.trainable_segments()
+    sizes = {w.path: int(np.prod(w.shape)) for w in model.trainable_weights}
+    assert sorted(name for name, _, _ in segments) == sorted(sizes)
+    previous_stop = 0
+    for name, start, stop in segments:
+        assert start % 16 == 0 and start >= previous_stop and stop - start >= sizes[name]
+        previous_stop = stop
+    assert previous_stop == model.store.trainable_size
+    assert segments is model.store.trainable_segments()  # the same tuple until a repack
+
+
+def test_a_callable_learning_rate_is_called_each_step():
+    rates = iter([0.5, 0.0, 0.0])
+    optimizer = kk.optimizers.SGD(lambda: next(rates))  # Keras 3: a callable of no argument
+    w, g = np.zeros(2, np.float32), np.ones(2, np.float32)
+    updater = optimizer.make_updater()
+    for _ in range(3):
+        updater.apply(w, g)
+    np.testing.assert_allclose(w, -0.5)
