@@ -24,8 +24,10 @@ warning and the rest is loaded, as in Keras. Writing goes through a temporary fi
 (atomic_file.py): a crash mid-write never leaves a truncated file under the final name.
 """
 
+import io
 import os
 import warnings
+import zipfile
 
 import h5py
 import numpy as np
@@ -35,6 +37,7 @@ from .h5_reading import array_keys, get_group, read_array
 from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
 
 WEIGHTS_SUFFIX = ".weights.h5"
+_ARCHIVE_WEIGHTS = "model.weights.h5"  # the weights inside a Keras 3 .keras zip
 
 
 def save_weights(model, filepath, overwrite=True, root_attributes=None):
@@ -62,10 +65,16 @@ def save_weights(model, filepath, overwrite=True, root_attributes=None):
 
 
 def load_weights(model, filepath, skip_mismatch=False):
-    """Reads a `.weights.h5` file written by Keras 3 or kiln into `model`."""
-    filepath = _checked_path(model, filepath, "load_weights")
+    """Reads a `.weights.h5` file written by Keras 3 or kiln into `model`, or the weights of a
+    Keras 3 `.keras` model file (its `model.weights.h5` member), as Keras's load_weights."""
+    filepath = os.fspath(filepath)
+    if filepath.endswith(".keras"):
+        _require_built(model, "load_weights")
+        h5_source = read_keras_archive_weights(filepath)
+    else:
+        h5_source = _checked_path(model, filepath, "load_weights")
     try:
-        h5_file = h5py.File(filepath, "r")
+        h5_file = h5py.File(h5_source, "r")
     except FileNotFoundError:
         raise
     except OSError as error:
@@ -93,6 +102,29 @@ def load_weights(model, filepath, skip_mismatch=False):
             weight.assign(value)
         if optimizer_entry is not None:
             _load_optimizer(*optimizer_entry, filepath)
+
+
+def read_keras_archive_weights(filepath):
+    """The `model.weights.h5` member of a `.keras` zip, in memory (a file-like object)."""
+    try:
+        archive = zipfile.ZipFile(filepath, "r")
+    except zipfile.BadZipFile as error:
+        raise ValueError(f"load_weights: {filepath} is not a Keras model file (.keras zip): "
+                         f"{error}") from error
+    with archive:
+        try:
+            info = archive.getinfo(_ARCHIVE_WEIGHTS)
+        except KeyError:
+            raise ValueError(f"load_weights: {filepath} has no '{_ARCHIVE_WEIGHTS}' entry; "
+                             "kiln reads weights from .keras files that hold them in HDF5, "
+                             "as Keras 3 writes them by default") from None
+        # Keras's limit against decompression bombs: 4 GiB at most 100 times the stored size
+        if info.file_size > 1 << 32 and info.file_size > 100 * info.compress_size:
+            raise ValueError(f"load_weights: {filepath}: '{_ARCHIVE_WEIGHTS}' declares "
+                             f"{info.file_size} bytes but stores {info.compress_size}; "
+                             "refusing to read a likely decompression bomb")
+        with archive.open(info) as member:
+            return io.BytesIO(member.read())
 
 
 def ask_to_proceed_with_overwrite(filepath):
@@ -124,11 +156,15 @@ def check_weights_filepath(filepath, caller="save_weights"):
 
 def _checked_path(model, filepath, caller):
     filepath = check_weights_filepath(filepath, caller)
+    _require_built(model, caller)
+    return filepath
+
+
+def _require_built(model, caller):
     model.weights  # noqa: B018 (builds a model whose input shape is known, as Keras does)
     if not model.built:
         raise ValueError(f"{caller}: {model.context} has not been built yet: call it on data "
                          "or use build() first, so that its weights exist")
-    return filepath
 
 
 def _refuse_other_formats(h5_file, filepath):

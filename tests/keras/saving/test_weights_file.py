@@ -293,3 +293,18 @@ def test_unbuilt_model_is_refused(tmp_path):
     with pytest.raises(ValueError, match="has not been built yet"):
         Net().save_weights(tmp_path / "never_written.weights.h5")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_kiln_reads_the_weights_of_a_keras_model_file(tmp_path):
+    keras = keras_oracle.real_keras()
+    reference = functional_with_batch_norm(keras)
+    randomize(reference, seed=5)
+    reference.compile(optimizer="adam", loss="categorical_crossentropy")
+    reference.save(tmp_path / "model.keras")
+    model = functional_with_batch_norm(kk)
+    model.load_weights(tmp_path / "model.keras")
+    np.testing.assert_allclose(model.predict(inputs()), reference.predict(inputs(), verbose=0),
+                               rtol=1e-4, atol=1e-5)
+    (tmp_path / "broken.keras").write_bytes(b"PK\x03\x04 not really a zip")
+    with pytest.raises(ValueError, match="broken.keras is not a Keras model file"):
+        model.load_weights(tmp_path / "broken.keras")
