@@ -9,6 +9,7 @@ The front end only checks arguments and keeps the learning rate; the arithmetic 
 runtime updater (kiln.runtime.optimizers), which asks this object for the rate once per step.
 """
 
+import inspect
 import math
 import numbers
 import re
@@ -51,6 +52,18 @@ class Optimizer:
     updater_class = None
     default_learning_rate = 0.001
     hyperparameters = {}
+
+    def __init_subclass__(cls, **kwargs):
+        """Give each optimizer its Keras 3 signature (for help() and editors), since
+        __init__ itself binds the arguments generically."""
+        super().__init_subclass__(**kwargs)
+        defaults = {"learning_rate": cls.default_learning_rate, **cls.hyperparameters,
+                    **{key: value for key, value in BASE_ARGUMENTS.items()
+                       if key not in cls.hyperparameters and key != "learning_rate"}}
+        keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        cls.__signature__ = inspect.Signature(
+            [inspect.Parameter(key, keyword, default=value) for key, value in defaults.items()]
+            + [inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])
 
     def __init__(self, *args, **kwargs):
         owner = type(self).__name__

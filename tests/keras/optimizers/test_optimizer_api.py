@@ -2,6 +2,8 @@
 Keras 2 spellings work, bad arguments get errors naming the optimizer, the argument and what
 was expected, and the learning rate is a readable, assignable variable."""
 
+import inspect
+
 import numpy as np
 import pytest
 from optimizer_pair import real_keras
@@ -37,6 +39,17 @@ def test_defaults_and_config_keys_equal_keras(name):
         assert ours.pop("learning_rate") == 1.0 and theirs.pop("learning_rate") == \
             pytest.approx(0.001)
     assert ours == pytest.approx(theirs)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_signature_is_keras_argument_order(name):
+    """Positional arguments bind as in Keras 3 (e.g. SGD(0.1, 0.9) is momentum 0.9)."""
+    ours = inspect.signature(getattr(kk.optimizers, name)).parameters
+    theirs = inspect.signature(getattr(real_keras().optimizers, name)).parameters
+    assert list(ours) == list(theirs)
+    for key in theirs:
+        if key not in ("kwargs", "learning_rate") or name != "Adadelta":
+            assert ours[key].default == theirs[key].default, key
 
 
 def test_automatic_names_follow_keras():
