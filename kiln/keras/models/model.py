@@ -219,11 +219,12 @@ class Model(Trainer, Layer):
 
         weights_file.save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath, skip_mismatch=False):
-        """Reads a `.weights.h5` file written by Keras 3 or kiln (layers matched by path)."""
+    def load_weights(self, filepath, skip_mismatch=False, **kwargs):
+        """Reads a `.weights.h5` file written by Keras 3 or kiln (layers matched by path), or
+        the weights of a `.keras` file."""
         from ..saving import weights_file
 
-        weights_file.load_weights(self, filepath, skip_mismatch=skip_mismatch)
+        weights_file.load_weights(self, filepath, skip_mismatch=skip_mismatch, **kwargs)
 
     def summary(self, print_fn=print):
         self._build_if_possible()

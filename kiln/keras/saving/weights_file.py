@@ -58,16 +58,22 @@ def save_weights(model, filepath, overwrite=True, root_attributes=None):
                 group = h5_file.create_group(f"{path}/vars" if path else "vars")
                 group.attrs["name"] = object_name(saveable)
                 if is_optimizer(saveable):
-                    group.attrs["state_names"] = list(values)
+                    if values:
+                        group.attrs["state_names"] = list(values)
                     values = values.values()
                 for index, value in enumerate(values):
                     group[str(index)] = value
 
 
-def load_weights(model, filepath, skip_mismatch=False):
+def load_weights(model, filepath, skip_mismatch=False, **kwargs):
     """Reads a `.weights.h5` file written by Keras 3 or kiln into `model`, or the weights of a
     Keras 3 `.keras` model file (its `model.weights.h5` member), as Keras's load_weights."""
     filepath = os.fspath(filepath)
+    if kwargs:
+        # Keras 3 takes `by_name` only for Keras 2 .h5 files, which kiln does not read yet
+        raise ValueError(f"load_weights: invalid keyword arguments {sorted(kwargs)} for "
+                         f"{filepath}; Keras 2's by_name applies to legacy .h5 weights files "
+                         f"only, and .weights.h5 / .keras files match layers by path")
     if filepath.endswith(".keras"):
         _require_built(model, "load_weights")
         h5_source = read_keras_archive_weights(filepath)

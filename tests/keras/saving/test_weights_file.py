@@ -250,6 +250,8 @@ def test_legacy_h5_names_the_format_and_what_is_supported(tmp_path):
         model.load_weights(tmp_path / "model.h5")
     with pytest.raises(ValueError, match="must end in '.weights.h5'"):
         model.save_weights(tmp_path / "model.npz")
+    with pytest.raises(ValueError, match=r"invalid keyword arguments \['by_name'\]"):
+        model.load_weights(tmp_path / "model.weights.h5", by_name=True)
     # a Keras 2 file renamed to .weights.h5 is recognized by its content
     with h5py.File(tmp_path / "renamed.weights.h5", "w") as h5_file:
         h5_file.attrs["layer_names"] = [b"dense"]
