@@ -174,3 +174,82 @@ def test_arguments_are_checked_as_keras():
         BackupAndRestore("")
     with pytest.raises(ValueError, match="Invalid value for argument `save_freq`"):
         BackupAndRestore("b", save_freq="batch")
+
+
+def backup_metadata_sequence(module, model, folder):
+    """Drives BackupAndRestore(save_freq=2) over epochs of 3, 2 and 4 batches; returns the
+    training_metadata.json contents after every hook call that may save."""
+    backup = module.callbacks.BackupAndRestore(str(folder), save_freq=2,
+                                               delete_checkpoint=False)
+    backup.set_model(model)
+    backup.on_train_begin({})
+    seen = []
+
+    def metadata():
+        path = folder / "training_metadata.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    for epoch, batches in enumerate((3, 2, 4)):
+        backup.on_epoch_begin(epoch, {})
+        for batch in range(batches):
+            backup.on_train_batch_end(batch, {"loss": 1.0})
+            seen.append(metadata())
+        backup.on_epoch_end(epoch, {"loss": 1.0})
+        seen.append(metadata())
+    return seen
+
+
+def test_batch_frequency_backups_as_keras(tmp_path):
+    """Keras 3 backs up every N batches (counting across epochs) and resumes at the start of
+    the first epoch not completed, with the weights of the last backup."""
+    from callback_drivers import FakeModel, keras_oracle
+    from model_helpers import compiled_cnn
+
+    keras = keras_oracle.real_keras()
+    mine = backup_metadata_sequence(kk, compiled_cnn(), tmp_path / "kiln")
+    theirs = backup_metadata_sequence(keras, FakeModel(), tmp_path / "keras")
+    assert mine == theirs
+    assert len({json.dumps(m) for m in mine}) > 3  # several distinct backups were made
+
+    model = compiled_cnn()
+    backup = BackupAndRestore(tmp_path / "b", save_freq=2)
+    backup.set_model(model)
+    backup.on_train_begin()
+    backup.on_epoch_begin(0)
+    backup.on_train_batch_end(0, {})
+    backup.on_train_batch_end(1, {})  # saved here
+    saved = model.get_weights()
+    model.set_weights([w + 1 for w in saved])
+    backup.on_train_batch_end(2, {})  # then killed
+    target = compiled_cnn()
+    restore = BackupAndRestore(tmp_path / "b")
+    restore.set_model(target)
+    restore.on_train_begin()
+    assert not target._initial_epoch  # epoch 0 was not completed: it starts over
+    for value, expected in zip(target.get_weights(), saved, strict=True):
+        np.testing.assert_array_equal(value, expected)
+
+
+def test_training_end_removes_only_the_backup_files(tmp_path):
+    from model_helpers import compiled_cnn
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    backup = BackupAndRestore(folder, double_checkpoint=True)
+    backup.set_model(compiled_cnn())
+    backup.on_train_begin()
+    backup.on_epoch_end(0, {})
+    backup.on_epoch_end(1, {})
+    assert sorted(os.listdir(folder)) == ["latest.weights.h5", "latest.weights.h5.bkp",
+                                          "notes.txt", "training_metadata.json",
+                                          "training_metadata.json.bkp"]
+    backup.on_train_end()
+    assert os.listdir(folder) == ["notes.txt"]
+    kept = BackupAndRestore(tmp_path / "kept", delete_checkpoint=False)
+    kept.set_model(compiled_cnn())
+    kept.on_train_begin()
+    kept.on_epoch_end(0, {})
+    kept.on_train_end()
+    assert sorted(os.listdir(tmp_path / "kept")) == ["latest.weights.h5",
+                                                     "training_metadata.json"]
