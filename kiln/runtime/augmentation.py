@@ -123,50 +123,103 @@ def _affine_matrix(p, h, w, matrix):
     return True
 
 
-@njit(**_EXACT)
-def _sample_image(source, target, matrix, mode, cval, flip_h, flip_v):
-    """target[r, c, :] = source sampled bilinearly at matrix @ (r', c', 1), where (r', c') is
-    (r, c) flipped as asked; scipy's order-1 rules at the borders."""
+@njit(inline="always", **_EXACT)
+def _sample_pixel(source, target, r, c, y, x, mode, cval):
+    """target[r, c, :] = source sampled bilinearly at (y, x) with scipy's order-1 rules."""
     h, w, channels = source.shape
+    if 0.0 <= y < h - 1 and 0.0 <= x < w - 1:
+        # inside: every fill mode reads the four neighbours as they are
+        r0, c0 = int(y), int(x)
+        fy, fx = y - r0, x - c0
+        w00, w01 = (1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx
+        w10, w11 = fy * (1.0 - fx), fy * fx
+        for k in range(channels):
+            target[r, c, k] = (w00 * source[r0, c0, k] + w01 * source[r0, c0 + 1, k]
+                               + w10 * source[r0 + 1, c0, k] + w11 * source[r0 + 1, c0 + 1, k])
+        return
+    if mode == REFLECT:
+        y0, x0 = math.floor(y), math.floor(x)
+        r0, r1 = _reflect(int(y0), h), _reflect(int(y0) + 1, h)
+        c0, c1 = _reflect(int(x0), w), _reflect(int(x0) + 1, w)
+    else:
+        y = _map_coordinate(y, h, mode)
+        x = _map_coordinate(x, w, mode)
+        if y <= -1.0 or x <= -1.0:
+            for k in range(channels):
+                target[r, c, k] = cval
+            return
+        y0, x0 = math.floor(y), math.floor(x)
+        r0, r1 = _mirror(int(y0), h), _mirror(int(y0) + 1, h)
+        c0, c1 = _mirror(int(x0), w), _mirror(int(x0) + 1, w)
+    fy, fx = y - y0, x - x0
+    w00, w01 = (1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx
+    w10, w11 = fy * (1.0 - fx), fy * fx
+    for k in range(channels):
+        target[r, c, k] = (w00 * source[r0, c0, k] + w01 * source[r0, c1, k]
+                           + w10 * source[r1, c0, k] + w11 * source[r1, c1, k])
+
+
+@njit(**_EXACT)
+def _sample_image(source, target, matrix, mode, cval):
+    """target[r, c, :] = source sampled at matrix @ (r, c, 1) (general affine map)."""
+    h, w = source.shape[0], source.shape[1]
     for r in range(h):
-        rr = h - 1 - r if flip_v else r
         for c in range(w):
-            cc = w - 1 - c if flip_h else c
             # summed in scipy's order (offset first): a sample exactly on the border rounds
             # to the same side as scipy's, which decides 'constant' fill there
-            y = matrix[0, 2] + rr * matrix[0, 0] + cc * matrix[0, 1]
-            x = matrix[1, 2] + rr * matrix[1, 0] + cc * matrix[1, 1]
-            if 0.0 <= y < h - 1 and 0.0 <= x < w - 1:
-                # inside: every fill mode reads the four neighbours as they are
-                r0, c0 = int(y), int(x)
-                fy, fx = y - r0, x - c0
-                w00, w01 = (1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx
-                w10, w11 = fy * (1.0 - fx), fy * fx
+            y = matrix[0, 2] + r * matrix[0, 0] + c * matrix[0, 1]
+            x = matrix[1, 2] + r * matrix[1, 0] + c * matrix[1, 1]
+            _sample_pixel(source, target, r, c, y, x, mode, cval)
+
+
+@njit(**_EXACT)
+def _translate_image(source, target, dy, dx, mode, cval):
+    """target = source read at (r + dy, c + dx): a shift, the cifar10_cnn case. Every pixel
+    whose four neighbours are inside the image has the same four weights, so only the
+    border pixels need the per-pixel coordinate and fill rules."""
+    h, w, channels = source.shape
+    oy, ox = math.floor(dy), math.floor(dx)
+    fy, fx = dy - oy, dx - ox
+    w00, w01 = (1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx
+    w10, w11 = fy * (1.0 - fx), fy * fx
+    first, stop = max(0, -ox), min(w, w - 1 - ox)  # columns with 0 <= c + ox <= w - 2
+    for r in range(h):
+        y = dy + r
+        r0 = r + oy
+        if 0 <= r0 <= h - 2:
+            for c in range(first, stop):
+                c0 = c + ox
                 for k in range(channels):
                     target[r, c, k] = (w00 * source[r0, c0, k] + w01 * source[r0, c0 + 1, k]
                                        + w10 * source[r0 + 1, c0, k]
                                        + w11 * source[r0 + 1, c0 + 1, k])
-                continue
-            if mode == REFLECT:
-                y0, x0 = math.floor(y), math.floor(x)
-                r0, r1 = _reflect(int(y0), h), _reflect(int(y0) + 1, h)
-                c0, c1 = _reflect(int(x0), w), _reflect(int(x0) + 1, w)
-            else:
-                y = _map_coordinate(y, h, mode)
-                x = _map_coordinate(x, w, mode)
-                if y <= -1.0 or x <= -1.0:
-                    for k in range(channels):
-                        target[r, c, k] = cval
-                    continue
-                y0, x0 = math.floor(y), math.floor(x)
-                r0, r1 = _mirror(int(y0), h), _mirror(int(y0) + 1, h)
-                c0, c1 = _mirror(int(x0), w), _mirror(int(x0) + 1, w)
-            fy, fx = y - y0, x - x0
-            w00, w01 = (1.0 - fy) * (1.0 - fx), (1.0 - fy) * fx
-            w10, w11 = fy * (1.0 - fx), fy * fx
-            for k in range(channels):
-                target[r, c, k] = (w00 * source[r0, c0, k] + w01 * source[r0, c1, k]
-                                   + w10 * source[r1, c0, k] + w11 * source[r1, c1, k])
+            for c in range(min(first, w)):
+                _sample_pixel(source, target, r, c, y, dx + c, mode, cval)
+            for c in range(max(stop, first, 0), w):
+                _sample_pixel(source, target, r, c, y, dx + c, mode, cval)
+        else:
+            for c in range(w):
+                _sample_pixel(source, target, r, c, y, dx + c, mode, cval)
+
+
+@njit(**_EXACT)
+def _flip(target, flip_h, flip_v):
+    """Keras 2 flips after the transform: swap columns and / or rows in place."""
+    h, w, channels = target.shape
+    if flip_h:
+        for r in range(h):
+            for c in range(w // 2):
+                for k in range(channels):
+                    value = target[r, c, k]
+                    target[r, c, k] = target[r, w - 1 - c, k]
+                    target[r, w - 1 - c, k] = value
+    if flip_v:
+        for r in range(h // 2):
+            for c in range(w):
+                for k in range(channels):
+                    value = target[r, c, k]
+                    target[r, c, k] = target[h - 1 - r, c, k]
+                    target[h - 1 - r, c, k] = value
 
 
 @njit(**_EXACT)
@@ -182,15 +235,17 @@ def transform_batch(images, index, params, out, mode, cval):
         source, target = images[index[i]], out[i]
         p = params[i]
         flip_h, flip_v = p[FLIP_H] != 0, p[FLIP_V] != 0
-        if _affine_matrix(p, h, w, matrix):
-            _sample_image(source, target, matrix, mode, cval, flip_h, flip_v)
-        else:
+        if not _affine_matrix(p, h, w, matrix):
             for r in range(h):
-                rr = h - 1 - r if flip_v else r
                 for c in range(w):
-                    cc = w - 1 - c if flip_h else c
                     for k in range(source.shape[2]):
-                        target[r, c, k] = source[rr, cc, k]
+                        target[r, c, k] = source[r, c, k]
+        elif (matrix[0, 0] == 1.0 and matrix[0, 1] == 0.0 and matrix[1, 0] == 0.0
+              and matrix[1, 1] == 1.0):
+            _translate_image(source, target, matrix[0, 2], matrix[1, 2], mode, cval)
+        else:
+            _sample_image(source, target, matrix, mode, cval)
+        _flip(target, flip_h, flip_v)
         if p[HAS_CHANNEL_SHIFT] != 0:
             # Keras: every channel + intensity, clipped to the image's own min and max
             low, high = np.inf, -np.inf
