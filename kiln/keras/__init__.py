@@ -18,6 +18,7 @@ from . import (
                mixed_precision,
                models,
                optimizers,
+               preprocessing,
                regularizers,
                utils,
 )
@@ -26,4 +27,4 @@ from .models import Model, Sequential
 
 __all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "initializers",
            "layers", "losses", "metrics", "mixed_precision", "models", "optimizers",
-           "regularizers", "utils", "Input", "Model", "Sequential"]
+           "preprocessing", "regularizers", "utils", "Input", "Model", "Sequential"]
