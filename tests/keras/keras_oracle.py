@@ -33,8 +33,9 @@ What is compared, in order:
              softmax(training forward) - y pushed back through every layer's training-mode
              activations). For layers without randomness this equals inference; it matters for
              layers that behave differently in training (batch statistics).
-A model with several outputs is only compared in inference (kiln trains one output so far), as
-is a model whose training forward is random (Dropout with rate > 0: pass `train=False`).
+A model with several outputs is only compared in inference here (trainers/fit_oracle.py trains
+several outputs, other losses and metrics against Keras), as is a model whose training forward
+is random (Dropout with rate > 0: pass `train=False`).
 
 Tolerance (rtol 1e-4, atol 1e-5). Both sides compute in float32 but sum in different orders
 (oneDNN's blocked convolutions and inner products against XLA's), so every accumulation over K

@@ -48,8 +48,8 @@ class Trainer(BatchMethods):
 
     @property
     def metrics_names(self):
-        if not getattr(self, "compiled", False):
-            return []
+        if not getattr(self, "compiled", False) or self._compile_loss.entries is None:
+            return []  # as Keras before the losses are built
         return BatchRunner(self, "evaluate").names()
 
     def _signature(self, owner):
