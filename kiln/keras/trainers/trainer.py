@@ -156,6 +156,7 @@ class Trainer(BatchMethods):
             runner.run(xs, ys, weights, step)
             if callback_list is not None:
                 callback_list.on_test_batch_end(step, runner.logs())
+        adapter.on_epoch_end()  # a PyDataset's on_epoch_end runs after every pass, as in Keras
         logs = runner.logs()
         if callback_list is not None:
             callback_list.on_test_end(logs)

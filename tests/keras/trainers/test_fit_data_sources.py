@@ -207,3 +207,14 @@ def test_augmented_fit_generator_with_four_workers_repeats_exactly_under_a_seed(
     assert len(history["val_loss"]) == 2 and np.isfinite(history["loss"]).all()
     unaugmented, _ = weights_after(lambda n: n.fit(X, Y, batch_size=8, epochs=2, verbose=0))
     assert not np.array_equal(first[0], unaugmented[0])
+
+
+def test_on_epoch_end_runs_after_every_pass_of_training_and_validation_datasets():
+    class Counting(Batches):
+        ends = 0
+
+        def on_epoch_end(self):
+            self.ends += 1
+    train, validation = Counting(X, Y, 16), Counting(X[:16], Y[:16], 8)
+    model().fit(train, epochs=3, validation_data=validation, verbose=0)
+    assert (train.ends, validation.ends) == (3, 3)
