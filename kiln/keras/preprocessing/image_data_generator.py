@@ -266,6 +266,9 @@ class ImageDataGenerator:
             warnings.warn(f"ImageDataGenerator.fit: expected 1, 3 or 4 channels on axis "
                           f"{self.channel_axis} ({self.data_format}), got shape {x.shape}",
                           stacklevel=2)
+        if not (self.featurewise_center or self.featurewise_std_normalization
+                or self.zca_whitening):
+            return  # no statistics asked for (cifar10_cnn calls fit anyway): skip the copy
         x = np.copy(x)
         if self.rescale:
             x *= self.rescale
