@@ -310,3 +310,33 @@ def test_kiln_reads_the_weights_of_a_keras_model_file(tmp_path):
     (tmp_path / "broken.keras").write_bytes(b"PK\x03\x04 not really a zip")
     with pytest.raises(ValueError, match="broken.keras is not a Keras model file"):
         model.load_weights(tmp_path / "broken.keras")
+
+
+def test_files_of_compiled_models_open_on_the_other_side(tmp_path):
+    """A compiled model's file holds its optimizer's state too. kiln keeps its optimizer state
+    as whole arenas and Keras as one array per slot and variable, so each side skips the
+    other's optimizer state with a warning (as Keras does for any optimizer mismatch) and loads
+    every layer."""
+    keras = keras_oracle.real_keras()
+    x, y = inputs(), np.eye(4, dtype=np.float32)[[0, 1, 2, 3, 0, 1]]
+    model = sequential_cnn(kk)
+    model.compile(optimizer=kk.optimizers.Adam(learning_rate=0.01),
+                  loss="categorical_crossentropy")
+    model.fit(x, y, batch_size=6, epochs=1, verbose=0)
+    model.save_weights(tmp_path / "kiln.weights.h5")
+    reference = sequential_cnn(keras)
+    reference.compile(optimizer=keras.optimizers.Adam(learning_rate=0.01),
+                      loss="categorical_crossentropy")
+    reference.fit(x, y, batch_size=6, epochs=1, verbose=0)
+    with pytest.warns(UserWarning, match="Skipping variable loading for optimizer"):
+        reference.load_weights(tmp_path / "kiln.weights.h5")
+    np.testing.assert_allclose(reference.predict(x, verbose=0), model.predict(x),
+                               rtol=1e-4, atol=1e-5)
+
+    randomize(reference, seed=7)
+    reference.save_weights(tmp_path / "keras.weights.h5")
+    with pytest.warns(UserWarning, match="per-variable layout, which kiln's optimizers do not "
+                                         "read yet"):
+        model.load_weights(tmp_path / "keras.weights.h5")
+    np.testing.assert_allclose(model.predict(x), reference.predict(x, verbose=0),
+                               rtol=1e-4, atol=1e-5)
