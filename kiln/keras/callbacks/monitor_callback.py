@@ -16,6 +16,7 @@ harder than a dict lookup, and both are solved once here:
 
 import warnings
 
+from ..saving.saveable_paths import to_snake_case
 from .callback import Callback
 
 # Names whose spellings differ between Keras 2 and Keras 3 logs (without the "val_" prefix).
@@ -102,10 +103,17 @@ class MonitorCallback(Callback):
         if metric_name == "loss":
             return "min"
         names = {metric_name, _ALIASES.get(metric_name)}
-        for metric in getattr(self.model, "metrics", None) or ():
+        for log_name, metric in _logged_metrics(self.model):
+            if log_name not in names:
+                continue
+            # the metric says (Keras's `_direction`), or its class does: a Precision
+            # named "p" still goes up
             direction = getattr(metric, "_direction", None)
-            if getattr(metric, "name", None) in names and direction in ("up", "down"):
+            if direction in ("up", "down"):
                 return "max" if direction == "up" else "min"
+            by_class = known_direction(to_snake_case(type(metric).__name__))
+            if by_class is not None:
+                return by_class
         return known_direction(metric_name)
 
     def _is_improvement(self, monitor_value, reference_value):
@@ -128,6 +136,20 @@ class MonitorCallback(Callback):
 
     def on_train_begin(self, logs=None):
         self._warned_missing = False
+
+
+def _logged_metrics(model):
+    """(log name, metric object) pairs of the compiled model: kiln's compile entries (their
+    names are the logged ones, suffixes and output prefixes included), then whatever
+    `model.metrics` lists, as Keras looks there."""
+    pairs = []
+    compiled = getattr(model, "_compile_metrics", None)
+    for entry in getattr(compiled, "entries", None) or ():
+        pairs.append((entry[0], entry[1]))
+    for metric in getattr(model, "metrics", None) or ():
+        for inner in getattr(metric, "metrics", None) or [metric]:
+            pairs.append((getattr(inner, "name", None), inner))
+    return pairs
 
 
 def _less(a, b):

@@ -129,3 +129,17 @@ def test_early_stopping_in_a_real_fit_restores_the_best_epochs_weights():
     for value, best in zip(model.get_weights(), per_epoch[1], strict=True):
         np.testing.assert_array_equal(value, best)
     assert any(np.any(a != b) for a, b in zip(per_epoch[3], per_epoch[1], strict=True))
+
+
+def test_auto_direction_from_the_compiled_metrics():
+    """A metric logged under a name of the user's still has its class's direction."""
+    model = kk.Sequential([kk.Input((3,)), kk.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer="sgd", loss="categorical_crossentropy",
+                  metrics=[kk.metrics.Precision(name="p"), kk.metrics.MeanAbsoluteError("e")])
+    if not hasattr(model, "_compile_metrics"):
+        pytest.skip("compile keeps no metric entries")
+    for monitor, increasing in (("val_p", True), ("e", False)):
+        callback = EarlyStopping(monitor=monitor)
+        callback.set_model(model)
+        callback._set_monitor_op()
+        assert callback._is_improvement(0.6, 0.5) is increasing
