@@ -59,11 +59,15 @@ def read_array(group, key, filepath):
     if declared > _BOMB_FLOOR_BYTES and declared > _MAX_EXPANSION * stored:
         raise ValueError(f"weights file {filepath}: '{where}' declares {declared} bytes but "
                          f"stores {stored}; refusing to read a likely decompression bomb")
+    try:
+        value = dataset[()]
+    except OSError as error:  # damaged data blocks: h5py's message does not name the file
+        raise OSError(f"weights file {filepath}: cannot read '{where}' ({error})") from error
     if dataset.attrs.get("dtype") == "bfloat16":
         import ml_dtypes  # only files written in bfloat16 need it
 
-        return np.asarray(dataset[()], dtype=ml_dtypes.bfloat16).astype(np.float32)
-    return np.asarray(dataset[()])
+        return np.asarray(value, dtype=ml_dtypes.bfloat16).astype(np.float32)
+    return np.asarray(value)
 
 
 def array_keys(group):

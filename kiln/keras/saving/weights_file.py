@@ -92,7 +92,8 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
         for path, saveable in saveable_paths(model):
             group = get_group(h5_file, f"{path}/vars" if path else "vars", filepath)
             if is_optimizer(saveable):
-                optimizer_entry = (saveable, group)
+                # read now, with the layers: a damaged file fails before anything is assigned
+                optimizer_entry = (saveable, _read_optimizer_state(saveable, group, filepath))
                 continue
             error = _check_layer(saveable, path, group, filepath, assignments)
             if error:
@@ -106,8 +107,8 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
                           stacklevel=3)
         for weight, value in assignments:
             weight.assign(value)
-        if optimizer_entry is not None:
-            _load_optimizer(*optimizer_entry, filepath)
+        if optimizer_entry is not None and optimizer_entry[1] is not None:
+            _set_optimizer_state(*optimizer_entry, filepath)
 
 
 def read_keras_archive_weights(filepath):
@@ -213,10 +214,11 @@ def _values_to_save(saveable):
     return [w.numpy() for w in own_variables(saveable)]
 
 
-def _load_optimizer(optimizer, group, filepath):
+def _read_optimizer_state(optimizer, group, filepath):
+    """{name: array} to give the optimizer, or None (with Keras's warning) to leave it."""
     keys = array_keys(group)
     if not keys:
-        return
+        return None
     names = [str(name) for name in group.attrs.get("state_names", [])]
     if not names:
         # Keras's layout (one array per slot and variable) has no kiln counterpart yet
@@ -224,14 +226,17 @@ def _load_optimizer(optimizer, group, filepath):
                       f"{filepath} holds {len(keys)} optimizer variables in Keras's per-variable "
                       "layout, which kiln's optimizers do not read yet; training continues "
                       "with a fresh optimizer state.", stacklevel=4)
-        return
+        return None
     if len(names) != len(keys) or not hasattr(optimizer, "set_state"):
         # Keras warns and goes on with a fresh optimizer in this case too.
         warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}', "
                       f"because the saved optimizer ({filepath}) has {len(keys)} variables "
                       f"{names} that {type(optimizer).__name__} cannot take.", stacklevel=4)
-        return
-    state = {name: read_array(group, str(index), filepath) for index, name in enumerate(names)}
+        return None
+    return {name: read_array(group, str(index), filepath) for index, name in enumerate(names)}
+
+
+def _set_optimizer_state(optimizer, state, filepath):
     try:
         optimizer.set_state(state)
     except (ValueError, TypeError) as error:  # e.g. Adam's state into an SGD: Keras skips too

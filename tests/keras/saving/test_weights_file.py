@@ -340,3 +340,22 @@ def test_files_of_compiled_models_open_on_the_other_side(tmp_path):
         model.load_weights(tmp_path / "keras.weights.h5")
     np.testing.assert_allclose(model.predict(x), reference.predict(x, verbose=0),
                                rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.6, 0.9])
+def test_truncated_file_is_refused_and_nothing_is_loaded(keep, tmp_path):
+    source = sequential_cnn(kk)
+    source.compile(optimizer=kk.optimizers.Adam(learning_rate=0.01),
+                   loss="categorical_crossentropy")
+    source.fit(inputs(), np.eye(4, dtype=np.float32)[[0, 1, 2, 3, 0, 1]], verbose=0)
+    source.save_weights(tmp_path / "full.weights.h5")
+    data = (tmp_path / "full.weights.h5").read_bytes()
+    (tmp_path / "cut.weights.h5").write_bytes(data[:int(len(data) * keep)])
+    target = sequential_cnn(kk)
+    target.compile(optimizer=kk.optimizers.Adam(learning_rate=0.01),
+                   loss="categorical_crossentropy")
+    before = target.get_weights()
+    with pytest.raises((OSError, ValueError), match="cut.weights.h5"):
+        target.load_weights(tmp_path / "cut.weights.h5")
+    for now, then in zip(target.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(now, then)

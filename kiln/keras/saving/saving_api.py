@@ -1,0 +1,85 @@
+"""`model.save`, `keras.models.load_model`, `model.to_json` and `model_from_json`: which
+format a file is, and the checks shared by all of them.
+
+`load_model` decides by the file's content, not only its name: a zip is a Keras 3 `.keras`
+file, an HDF5 file with a `model_config` attribute is a Keras 2 `.h5` model; anything else is a
+ValueError naming the file. `save` picks by the name as Keras does: `.keras` for Keras 3,
+`.h5` / `.hdf5` for Keras 2's legacy format.
+"""
+
+import json
+import os
+import zipfile
+
+from . import keras_file, legacy_h5
+from .model_config import has_graph, serialize_model
+from .serialization import deserialize_layer
+from .weights_file import ask_to_proceed_with_overwrite
+
+_H5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
+    """Keras 3's `model.save(filepath)` / `keras.saving.save_model`."""
+    include_optimizer = kwargs.pop("include_optimizer", True)
+    kwargs.pop("save_format", None)  # Keras 2's argument; the name decides, as in Keras 3
+    if kwargs:
+        raise ValueError(f"save: unexpected keyword argument(s) {sorted(kwargs)}")
+    filepath = os.fspath(filepath)
+    is_h5 = filepath.endswith((".h5", ".hdf5"))
+    if not is_h5 and not filepath.endswith(".keras"):
+        raise ValueError("save: the filename must end in '.keras' (Keras 3's model file) or "
+                         f"'.h5' (Keras 2's legacy file). Received: filepath={filepath}")
+    if zipped is False:
+        raise ValueError("save: zipped=False (an unzipped model folder) is not supported; "
+                         "kiln writes the .keras zip")
+    if os.path.exists(filepath) and not overwrite and not ask_to_proceed_with_overwrite(
+            filepath):
+        return
+    if is_h5:
+        legacy_h5.save_legacy_h5(model, filepath, include_optimizer=include_optimizer)
+    else:
+        keras_file.save_keras_file(model, filepath)
+
+
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
+    """Keras 3's `keras.models.load_model` for .keras and Keras 2 .h5 files."""
+    filepath = os.fspath(filepath)
+    if not os.path.exists(filepath):
+        raise ValueError(f"load_model: file not found: filepath={filepath}. Please ensure "
+                         "the file is an accessible `.keras` zip file.")
+    if os.path.isdir(filepath):
+        raise ValueError(f"load_model: {filepath} is a folder (a TensorFlow SavedModel?); kiln "
+                         "loads .keras and Keras 2 .h5 model files")
+    with open(filepath, "rb") as file:
+        head = file.read(8)
+    if zipfile.is_zipfile(filepath):
+        return keras_file.load_keras_file(filepath, custom_objects, compile, safe_mode)
+    if head == _H5_SIGNATURE:
+        return legacy_h5.load_legacy_h5(filepath, custom_objects, compile, safe_mode)
+    raise ValueError(f"load_model: {filepath} is neither a Keras 3 .keras zip nor a Keras 2 "
+                     "HDF5 (.h5) model file")
+
+
+def model_to_json(model, **kwargs):
+    """The architecture (no weights, no compile state) as Keras 3's JSON."""
+    if not has_graph(model):
+        raise ValueError(f"to_json: {model.context} is a subclassed model, whose architecture "
+                         "has no config")
+    config = serialize_model(model)
+    config.pop("compile_config", None)
+    return json.dumps(config, **kwargs)
+
+
+def model_from_json(json_string, custom_objects=None):
+    """A new model (fresh weights) from `model.to_json()` (Keras 3 or Keras 2 JSON)."""
+    try:
+        config = json.loads(json_string)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ValueError(f"model_from_json: the argument is not valid JSON: {error}") from error
+    return deserialize_layer(config, custom_objects, True, "model_from_json")
+
+
+def model_from_config(config, custom_objects=None):
+    """A model from a config dict ({"class_name", "config"}), as keras.models.model_from_config."""
+    return deserialize_layer(config, custom_objects, True, "model_from_config")
