@@ -53,9 +53,14 @@ class _KernelAccuracy(MeanMetricWrapper):
     """An accuracy with a plan kernel; `head_accuracy` names the head count it can reuse."""
 
     head_accuracy = None
+    sparse_labels = False  # the kernel reads class ids (N,) instead of rows (N, K)
 
     def plan_update(self, builder, view, weights):
         head = view.loss.head
+        if head.sparse != self.sparse_labels:
+            given = "class ids" if head.sparse else "one label row per sample"
+            raise ValueError(f"metric '{self.name}': the loss of its output takes {given}; "
+                             f"use 'accuracy' to let kiln pick the matching accuracy")
         if (weights is view.ones and self.head_accuracy is not None
                 and head.accuracy == self.head_accuracy) and (
                 head.accuracy != "binary" or self._fn_kwargs.get("threshold") == 0.5):
@@ -84,6 +89,7 @@ class CategoricalAccuracy(_KernelAccuracy):
 
 
 class SparseCategoricalAccuracy(_KernelAccuracy):
+    sparse_labels = True
     head_accuracy = "sparse_categorical"
     _kernel = staticmethod(kernels.sparse_accuracy_kernel)
 
@@ -118,6 +124,7 @@ class TopKCategoricalAccuracy(_KernelAccuracy):
 
 
 class SparseTopKCategoricalAccuracy(_KernelAccuracy):
+    sparse_labels = True
     _kernel = staticmethod(kernels.sparse_accuracy_kernel)
 
     def __init__(self, k=5, name="sparse_top_k_categorical_accuracy", dtype=None):

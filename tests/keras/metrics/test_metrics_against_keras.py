@@ -138,3 +138,13 @@ def test_accuracy_resolves_as_keras_and_keeps_the_written_name(loss, width, expe
     entries = model._compile_metrics.entries
     assert [(name, type(metric).__name__) for name, metric, _, _ in entries] == [
         (spelling, expected), ("mse", "MeanSquaredError")]
+
+
+def test_an_accuracy_that_does_not_fit_the_labels_is_refused():
+    model = kk.Sequential([kk.layers.Dense(3, input_shape=(4,))])
+    model.compile(loss=kk.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  optimizer="sgd", metrics=["categorical_accuracy"])
+    x = np.zeros((4, 4), np.float32)
+    with pytest.raises(ValueError, match=r"metric 'categorical_accuracy': the loss of its "
+                                         r"output takes class ids; use 'accuracy'"):
+        model.fit(x, np.array([0, 1, 2, 0]), verbose=0)
