@@ -4,9 +4,12 @@ The same table drives fusion: conv and dense put the forward as a post-op and ca
 `eltwise_backward` on their output gradient, computed from the saved output (`*_use_dst_for_bwd`).
 """
 
+import numpy as np
+
 from ..binding import constants as dnnl
 from ..binding.memory import layout_key
 from ..binding.primitive import PrimitiveDesc, default_attributes
+from .numba_config import PARALLEL, njit, prange
 
 # Keras name -> (forward algorithm, backward algorithm that reads the forward output)
 ACTIVATIONS = {
@@ -23,6 +26,13 @@ def post_ops(activation):
     if activation in IDENTITY:
         return ()
     return ((ACTIVATIONS[activation][0], 0.0, 0.0),)
+
+
+@njit(**PARALLEL)
+def relu_backward_of_sum_kernel(a, b, y, out):
+    """out = (a + b) where the relu's output y > 0, else 0 (out may be a or b)."""
+    for i in prange(y.size):
+        out[i] = a[i] + b[i] if y[i] > 0 else np.float32(0.0)
 
 
 def _use_dst_forward_pd(builder, alg, desc):
@@ -48,6 +58,17 @@ def eltwise_backward(builder, activation, output, output_grad, label):
         return output_grad
     alg = ACTIVATIONS[activation][1]
     desc = output.desc
+    if activation == "relu" and desc.data_type == dnnl.f32 and output_grad.desc == desc:
+        summed = builder.take_gradient_sum(output_grad)
+        if summed is not None:
+            if all(source.desc == desc for source in summed):
+                # a residual block's output feeds the next block and its shortcut: the two
+                # gradients are added and masked by relu in one pass instead of two
+                builder.add_backward(builder.memory_kernel(
+                    relu_backward_of_sum_kernel, (*summed, output, output_grad),
+                    f"{label} gradient sum and {activation} backward"))
+                return output_grad
+            builder.add_gradient_sum(output_grad, list(summed), f"{label} gradient sum")
     grad = builder.reorder(output_grad, desc, f"{label} gradient to layout", backward=True)
     hint = _use_dst_forward_pd(builder, alg, desc)
     primitive = builder.primitive(("eltwise bwd", alg, layout_key(desc)), lambda: PrimitiveDesc(

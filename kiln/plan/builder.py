@@ -31,7 +31,25 @@ class KernelCall:
         self.function(*self.arguments)
 
     def relabeled(self, label):
-        return KernelCall(self.function, self.arguments, label)
+        return type(self)(self.function, self.arguments, label)
+
+
+class MemoryKernelCall(KernelCall):
+    """A kernel call whose buffer arguments are plan Memory objects, read as arrays at every
+    run: unlike captured arrays, they keep their place in liveness-based buffer sharing (the
+    bytes of a Memory are only final once the plan is complete)."""
+
+    __slots__ = ("args",)
+
+    def __init__(self, function, arguments, label):
+        super().__init__(function, arguments, label)
+        # what liveness reads to find each buffer's lifetime, as for a primitive's arguments
+        self.args = {index: argument for index, argument in enumerate(self.arguments)
+                     if isinstance(argument, Memory)}
+
+    def run(self):
+        self.function(*[argument.as_array() if isinstance(argument, Memory) else argument
+                        for argument in self.arguments])
 
 
 class PlanBuilder:
@@ -128,6 +146,10 @@ class PlanBuilder:
 
     def kernel(self, function, arguments, label):
         return KernelCall(function, arguments, label)
+
+    def memory_kernel(self, function, arguments, label):
+        """A kernel call taking plan Memory objects (see MemoryKernelCall)."""
+        return MemoryKernelCall(function, arguments, label)
 
     def loss_term(self):
         """A one-float array a forward kernel writes a penalty into each step (an activity
@@ -260,6 +282,23 @@ class PlanBuilder:
         args = {dnnl.ARG_MULTIPLE_SRC + i: memory for i, memory in enumerate(sources)}
         args[dnnl.ARG_DST] = target
         self.backward_calls.append(self.bind(primitive, args, label))
+
+    def add_gradient_sum(self, target, sources, label):
+        """add_sum for the gradient of a tensor with several consumers. The op that reads the
+        sum next may take it back (take_gradient_sum) and fold it into its own pass."""
+        self.add_sum(target, sources, label)
+        self._last_gradient_sum = (self.backward_calls[-1], target, tuple(sources))
+
+    def take_gradient_sum(self, grad):
+        """The sources of `grad` if the last backward call is the gradient sum that wrote it;
+        that call is then removed (the caller computes the sum itself). None otherwise."""
+        last = getattr(self, "_last_gradient_sum", None)
+        if last is None or last[1] is not grad or not self.backward_calls \
+                or self.backward_calls[-1] is not last[0]:
+            return None
+        self.backward_calls.pop()
+        self._last_gradient_sum = None
+        return last[2]
 
     def add_pending_sums(self):
         """Add one sum per parameter: its gradient += every later part (sub-batches after the

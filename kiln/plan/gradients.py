@@ -50,5 +50,5 @@ class GradientMap:
         else:
             target, base, other = builder.allocate(first.desc), first, second
         other = builder.reorder(other, target.desc, f"{name} gradient to layout", backward=True)
-        builder.add_sum(target, [base, other], f"{name} gradient sum")
+        builder.add_gradient_sum(target, [base, other], f"{name} gradient sum")
         return target

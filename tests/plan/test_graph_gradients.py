@@ -127,6 +127,30 @@ def test_residual_block_with_batch_norm(data_format):
     check_model_gradients(model, x, y, entries=4)
 
 
+@pytest.mark.parametrize("kind", ["dense", "channels_last", "channels_first"])
+def test_relu_residual_outputs_feeding_the_next_block(kind):
+    # b = relu(a + f(a)) feeds the next block's layer and its shortcut: b's gradient sum and
+    # the relu backward of its add run as one fused pass (see eltwise_backward)
+    keras.initializers.set_random_seed(3)
+    if kind == "dense":
+        shape, layer, pool = (6,), (lambda: L.Dense(6)), None
+    else:
+        shape = (5, 5, 4) if kind == "channels_last" else (4, 5, 5)
+        f = dict(data_format=kind, padding="same")
+        layer, pool = (lambda: L.Conv2D(4, 3, **f)), L.Flatten(data_format=kind)
+    inputs = keras.Input(shape)
+    a = L.Activation("relu")(layer()(inputs))
+    b = L.Activation("relu")(L.add([a, layer()(a)]))
+    c = L.Activation("relu")(L.add([b, layer()(b)]))
+    outputs = L.Dense(3, activation="softmax")(pool(c) if pool else c)
+    model = keras.Model(inputs, outputs)
+    x, y = data(shape, count=8, seed=5)
+    model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.0))
+    labels = [call.label for call in model._plan(True, 8).calls]
+    assert any("gradient sum and relu backward" in label for label in labels)
+    check_model_gradients(model, x, y, entries=5)
+
+
 def test_frozen_layer_gets_no_update_and_its_input_still_learns():
     keras.initializers.set_random_seed(3)
     inputs = keras.Input((4,))
