@@ -5,10 +5,11 @@ state and the epoch counter; when `fit` starts again with the same callback afte
 was killed, it loads them and `fit` continues from the first epoch not completed. Files, in
 `backup_dir`, as Keras 3 names them:
 
-    latest.weights.h5        the Keras 3 weights file (weights + optimizer state); its root
-                             attribute `training_metadata` holds the epoch counter, so weights
-                             and counter are committed by one atomic rename: a kill between
-                             two files can never pair epoch 3's weights with epoch 2's counter
+    latest.weights.h5        the Keras 3 weights file (the optimizer state in kiln's own
+                             layout, see saving/weights_file.py); its root attribute
+                             `training_metadata` holds the epoch counter, so weights and
+                             counter are committed by one atomic rename: a kill between two
+                             files can never pair epoch 3's weights with epoch 2's counter
     training_metadata.json   {"epoch": ..., "batch": ...}, as Keras writes it (for people and
                              tools; the copy inside the weights file is the one read back)
 
@@ -131,8 +132,11 @@ class BackupAndRestore(Callback):
                     with atomic_path(previous) as temporary:
                         shutil.copyfile(path, temporary)
         metadata = {"epoch": self._current_epoch, "batch": self._last_batch_seen}
+        # the optimizer's state as kiln holds it: restored exactly, before any step, without
+        # building a plan to learn the weights' layouts (see weights_file.py)
         weights_file.save_weights(self.model, self._weights_path,
-                                  root_attributes={_METADATA_ATTRIBUTE: json.dumps(metadata)})
+                                  root_attributes={_METADATA_ATTRIBUTE: json.dumps(metadata)},
+                                  optimizer_layout="kiln")
         write_text_atomically(self._training_metadata_path, json.dumps(metadata))
 
     def on_train_end(self, logs=None):

@@ -7,13 +7,15 @@ model's weights open in Keras and a Keras model's weights open in kiln:
     layers/<path>/vars        attrs {"name": <layer name>}, datasets "0", "1", ... holding the
                               layer's own variables (trainable ones first, in creation order)
     optimizer/vars            attrs {"name": <optimizer name>}, datasets "0", "1", ...: the
-                              optimizer state (`optimizer.get_state()`) when compiled
+                              optimizer's variables as Keras lists them (iterations, learning
+                              rate, each slot of each trainable weight in its shape) when
+                              compiled; optimizer_variables.py converts from and to kiln's
+                              arenas, so Keras resumes kiln's training and kiln Keras's
 
-kiln's optimizer state is its update kernels' arenas (one array per slot over all weights,
-in the engine's layout), not Keras's one array per slot and variable, so the optimizer group
-also carries `state_names` (the get_state() keys, in order): kiln reads its own state back by
-name, even into an optimizer that has not stepped yet, and Keras, finding a different count of
-variables, skips the optimizer with a warning as it does for any mismatch.
+BackupAndRestore writes one variant (`optimizer_layout="kiln"`): the optimizer group holds
+`optimizer.get_state()` as it is (kiln's arenas, one array per slot over all weights) with their
+names in a `state_names` attribute. It needs no conversion, and restores exactly into a fresh
+process's optimizer before its first step. Keras skips such an optimizer group with a warning.
 
 Layers are found by path, not by name (saveable_paths.py explains the paths). Every group gets
 its `name` attribute even for a layer without variables, as Keras writes it.
@@ -34,22 +36,25 @@ import numpy as np
 
 from .atomic_file import atomic_path
 from .h5_reading import array_keys, get_group, read_array
+from .optimizer_variables import check_keras_variables, keras_variables, set_keras_variables
 from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
 
 WEIGHTS_SUFFIX = ".weights.h5"
 _ARCHIVE_WEIGHTS = "model.weights.h5"  # the weights inside a Keras 3 .keras zip
 
 
-def save_weights(model, filepath, overwrite=True, root_attributes=None):
-    """Writes `model`'s weights (and its optimizer's state, if compiled) to `filepath`;
-    `root_attributes` (kiln's own use, e.g. BackupAndRestore's epoch) go on the file's root,
-    where they are written in the same atomic step as the weights."""
+def save_weights(model, filepath, overwrite=True, root_attributes=None,
+                 optimizer_layout="keras"):
+    """Writes `model`'s weights (and its optimizer's state, if compiled) to `filepath`.
+
+    `root_attributes` and `optimizer_layout="kiln"` are for kiln's own use (BackupAndRestore's
+    epoch counter goes on the file's root, written in the same atomic step as the weights)."""
     filepath = _checked_path(model, filepath, "save_weights")
     if os.path.exists(filepath) and not overwrite and not ask_to_proceed_with_overwrite(
             filepath):
         return
     # Read every value before opening the file: a failure here writes nothing.
-    entries = [(path, saveable, _values_to_save(saveable))
+    entries = [(path, saveable, _values_to_save(model, saveable, optimizer_layout))
                for path, saveable in saveable_paths(model)]
     with atomic_path(filepath) as temporary:
         with h5py.File(temporary, "w") as h5_file:
@@ -57,7 +62,7 @@ def save_weights(model, filepath, overwrite=True, root_attributes=None):
             for path, saveable, values in entries:
                 group = h5_file.create_group(f"{path}/vars" if path else "vars")
                 group.attrs["name"] = object_name(saveable)
-                if is_optimizer(saveable):
+                if isinstance(values, dict):  # kiln's named optimizer state
                     if values:
                         group.attrs["state_names"] = list(values)
                     values = values.values()
@@ -93,7 +98,7 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
             group = get_group(h5_file, f"{path}/vars" if path else "vars", filepath)
             if is_optimizer(saveable):
                 # read now, with the layers: a damaged file fails before anything is assigned
-                optimizer_entry = (saveable, _read_optimizer_state(saveable, group, filepath))
+                optimizer_entry = (saveable, _read_optimizer_state(model, group, filepath))
                 continue
             error = _check_layer(saveable, path, group, filepath, assignments)
             if error:
@@ -108,7 +113,7 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
         for weight, value in assignments:
             weight.assign(value)
         if optimizer_entry is not None and optimizer_entry[1] is not None:
-            _set_optimizer_state(*optimizer_entry, filepath)
+            _set_optimizer_state(model, *optimizer_entry, filepath)
 
 
 def read_keras_archive_weights(filepath):
@@ -206,39 +211,57 @@ def _check_layer(layer, path, group, filepath, assignments):
 
 
 # -- values -----------------------------------------------------------------------------------
-def _values_to_save(saveable):
-    """A layer's variables (a list) or an optimizer's state (a dict name -> array)."""
-    if is_optimizer(saveable):
-        get_state = getattr(saveable, "get_state", None)
-        return {name: np.asarray(v) for name, v in get_state().items()} if get_state else {}
-    return [w.numpy() for w in own_variables(saveable)]
+def _values_to_save(model, saveable, optimizer_layout):
+    """A layer's variables, the optimizer's in Keras's order (lists), or kiln's named
+    optimizer state (a dict name -> array)."""
+    if not is_optimizer(saveable):
+        return [w.numpy() for w in own_variables(saveable)]
+    if not hasattr(saveable, "get_state"):
+        return []
+    if optimizer_layout == "kiln":
+        return {name: np.asarray(v) for name, v in saveable.get_state().items()}
+    return keras_variables(model)
 
 
-def _read_optimizer_state(optimizer, group, filepath):
-    """{name: array} to give the optimizer, or None (with Keras's warning) to leave it."""
+def _read_optimizer_state(model, group, filepath):
+    """What to give the optimizer: ("kiln", {name: array}) or ("keras", [arrays]); or None
+    (with Keras's warning) to leave it as it is."""
+    optimizer = model.optimizer
     keys = array_keys(group)
-    if not keys:
+    if not keys or not hasattr(optimizer, "set_state"):
         return None
     names = [str(name) for name in group.attrs.get("state_names", [])]
-    if not names:
-        # Keras's layout (one array per slot and variable) has no kiln counterpart yet
-        warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}': "
-                      f"{filepath} holds {len(keys)} optimizer variables in Keras's per-variable "
-                      "layout, which kiln's optimizers do not read yet; training continues "
-                      "with a fresh optimizer state.", stacklevel=4)
-        return None
-    if len(names) != len(keys) or not hasattr(optimizer, "set_state"):
-        # Keras warns and goes on with a fresh optimizer in this case too.
-        warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}', "
-                      f"because the saved optimizer ({filepath}) has {len(keys)} variables "
-                      f"{names} that {type(optimizer).__name__} cannot take.", stacklevel=4)
-        return None
-    return {name: read_array(group, str(index), filepath) for index, name in enumerate(names)}
+    where = f"load_weights: {filepath}"
+    if names:  # kiln's named state (BackupAndRestore)
+        if len(names) != len(keys):
+            problem = f"{len(keys)} variables for {len(names)} names {names}"
+        else:
+            return "kiln", {name: read_array(group, str(i), filepath)
+                            for i, name in enumerate(names)}
+    elif sorted(keys, key=_index) != [str(i) for i in range(len(keys))]:
+        problem = f"optimizer variables must be named 0..n-1, got {sorted(keys)[:5]}"
+    else:
+        values = [read_array(group, str(i), filepath) for i in range(len(keys))]
+        problem = check_keras_variables(model, values, where)
+        if problem is None:
+            return "keras", values
+    # Keras warns and goes on with a fresh optimizer in this case too.
+    warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}': "
+                  f"{problem}", stacklevel=4)
+    return None
 
 
-def _set_optimizer_state(optimizer, state, filepath):
+def _index(key):
+    return int(key) if key.isdigit() else -1
+
+
+def _set_optimizer_state(model, optimizer, state, filepath):
+    layout, values = state
     try:
-        optimizer.set_state(state)
+        if layout == "kiln":
+            optimizer.set_state(values)
+        else:
+            set_keras_variables(model, values)
     except (ValueError, TypeError) as error:  # e.g. Adam's state into an SGD: Keras skips too
         warnings.warn(f"Skipping variable loading for optimizer '{object_name(optimizer)}' "
                       f"from {filepath}: {error}", stacklevel=4)
