@@ -92,6 +92,22 @@ def test_whole_model_checkpoint_fails_before_training_until_model_save_exists(tm
                   callbacks=[ModelCheckpoint(str(tmp_path / "m.keras"))])
 
 
+def test_whole_model_checkpoints_load_back(tmp_path):
+    from model_helpers import compiled_cnn, quadrant_data
+
+    from kiln.keras.saving import load_model
+
+    x, y = quadrant_data(16)
+    model = compiled_cnn()
+    if not hasattr(model, "save"):
+        pytest.skip("model.save does not exist yet")
+    model.fit(x, y, batch_size=8, epochs=2, verbose=0, validation_split=0.25,
+              callbacks=[ModelCheckpoint(str(tmp_path / "m{epoch}.keras"))])
+    assert sorted(os.listdir(tmp_path)) == ["m1.keras", "m2.keras"]
+    np.testing.assert_allclose(load_model(tmp_path / "m2.keras").predict(x), model.predict(x),
+                               rtol=1e-6, atol=1e-7)
+
+
 def test_a_failing_save_leaves_the_previous_checkpoint(tmp_path):
     from model_helpers import compiled_cnn
 
