@@ -150,3 +150,19 @@ def test_learning_rate_scheduler_changes_the_training_step():
         np.testing.assert_array_equal(before, after)
     assert any(np.any(a != b) for a, b in zip(weights[2], weights[3], strict=True))
     assert any(np.any(a != b) for a, b in zip(weights[0], weights[1], strict=True))
+
+
+def test_the_progress_line_shows_the_learning_rate(capsys):
+    """As Keras: the LR callbacks run before the progress bar, which prints their entry."""
+    from model_helpers import quadrant_data, small_cnn
+
+    x, y = quadrant_data(16)
+    model = small_cnn()
+    model.compile(optimizer=kk.optimizers.SGD(learning_rate=0.1),
+                  loss="categorical_crossentropy")
+    model.fit(x, y, batch_size=8, epochs=2, verbose=2,
+              callbacks=[LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "loss" in line]
+    assert len(lines) == 2
+    assert lines[0].endswith(" - learning_rate: 0.1000")
+    assert lines[1].endswith(" - learning_rate: 0.0500")
