@@ -65,6 +65,7 @@ class BackupAndRestore(Callback):
         self._batches_seen_since_last_saving = 0
         self._last_batch_seen = 0
         self._current_epoch = 0
+        self._restored = False
 
     # -- restore --------------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -96,6 +97,7 @@ class BackupAndRestore(Callback):
         self._current_epoch = int(metadata["epoch"])
         # fit() starts from this epoch (Keras's `_initial_epoch`), read after on_train_begin
         self.model._initial_epoch = self._current_epoch
+        self._restored = True
 
     # -- back up --------------------------------------------------------------------------------
     def on_epoch_end(self, epoch, logs=None):
@@ -140,6 +142,11 @@ class BackupAndRestore(Callback):
         write_text_atomically(self._training_metadata_path, json.dumps(metadata))
 
     def on_train_end(self, logs=None):
+        if self._restored:
+            # the resumed run is over: a later fit() of this model starts where it is told
+            # (Keras leaves `_initial_epoch` set, so its next fit would skip epochs again)
+            self.model._initial_epoch = None
+            self._restored = False
         if not self.delete_checkpoint:
             return
         for path in (self._weights_path, self._training_metadata_path,

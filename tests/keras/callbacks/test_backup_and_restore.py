@@ -146,6 +146,9 @@ def test_restore_loads_weights_and_sets_the_initial_epoch(tmp_path):
     assert target._initial_epoch == 3
     for value, expected in zip(target.get_weights(), source.get_weights(), strict=True):
         np.testing.assert_array_equal(value, expected)
+    restore.on_train_end()
+    assert target._initial_epoch is None  # the next fit starts at its own initial_epoch
+    assert not (tmp_path / "b").exists()
 
 
 def test_double_checkpoint_falls_back_on_the_previous_backup(tmp_path):
