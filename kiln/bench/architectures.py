@@ -6,8 +6,9 @@ the tests compare them. Nothing here imports a framework."""
 def resnet20(K, data_format="channels_last", activation="relu"):
     """resnet_v1(input_shape, depth=20) of the Keras 2 example cifar10_resnet.py, 10 classes.
 
-    The example's kernel_regularizer=l2(1e-4) is left out (kiln has no regularizers yet), in
-    every framework's copy alike. `activation` replaces relu everywhere (tests use tanh)."""
+    The example's kernel_regularizer=l2(1e-4) is left out in every framework's copy alike:
+    PyTorch's copy has no per-layer penalty, and the step compared stays the same everywhere
+    (kiln adds the penalty in one pass over each kernel, examples/cifar10_resnet.py has it). `activation` replaces relu everywhere (tests use tanh)."""
     layers = K.layers
     shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
     f = dict(data_format=data_format)
