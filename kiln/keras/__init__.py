@@ -20,6 +20,7 @@ from . import (
                optimizers,
                preprocessing,
                regularizers,
+               saving,
                utils,
 )
 from .layers import Input
@@ -27,4 +28,4 @@ from .models import Model, Sequential
 
 __all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "initializers",
            "layers", "losses", "metrics", "mixed_precision", "models", "optimizers",
-           "preprocessing", "regularizers", "utils", "Input", "Model", "Sequential"]
+           "preprocessing", "regularizers", "saving", "utils", "Input", "Model", "Sequential"]

@@ -71,11 +71,56 @@ ALL = {f.__name__: f for f in (zeros, ones, glorot_uniform, glorot_normal, he_no
                                random_normal, random_uniform)}
 
 
+# Keras 3's class names and default configs, for configs in both directions (a saved model's
+# "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null, ...}}).
+_FAN_DEFAULTS = {"seed": None, "input_axes": None, "output_axes": None}
+KERAS_CLASSES = {
+    "zeros": ("Zeros", {}), "ones": ("Ones", {}),
+    "glorot_uniform": ("GlorotUniform", _FAN_DEFAULTS),
+    "glorot_normal": ("GlorotNormal", _FAN_DEFAULTS),
+    "he_normal": ("HeNormal", _FAN_DEFAULTS), "he_uniform": ("HeUniform", _FAN_DEFAULTS),
+    "random_normal": ("RandomNormal", {"seed": None, "mean": 0.0, "stddev": 0.05}),
+    "random_uniform": ("RandomUniform", {"seed": None, "minval": -0.05, "maxval": 0.05}),
+}
+_BY_CLASS_NAME = {class_name: name for name, (class_name, _) in KERAS_CLASSES.items()}
+
+
+def serialize(initializer):
+    """Keras 3's config dict of an initializer of this module."""
+    name = getattr(initializer, "__name__", None)
+    if ALL.get(name) is not initializer:
+        raise ValueError(f"initializers.serialize: {initializer!r} is not one of kiln's "
+                         f"initializers {sorted(ALL)}, so it cannot be saved in a config")
+    class_name, config = KERAS_CLASSES[name]
+    return {"module": "keras.initializers", "class_name": class_name, "config": dict(config),
+            "registered_name": None}
+
+
+def _from_config(identifier, context, argument):
+    """A Keras 3 / Keras 2 config dict: the class by name; its seed is not used (a loaded
+    model's weights come from the file), other values must be the defaults kiln implements."""
+    class_name = identifier.get("class_name")
+    name = _BY_CLASS_NAME.get(class_name) or (class_name if class_name in ALL else None)
+    if name is None:
+        raise ValueError(f"{context}: argument {argument} has an unknown initializer class "
+                         f"{class_name!r}; expected one of {sorted(_BY_CLASS_NAME)}")
+    defaults = KERAS_CLASSES[name][1]
+    for key, value in (identifier.get("config") or {}).items():
+        if key != "seed" and (key not in defaults or value != defaults[key]):
+            raise ValueError(f"{context}: argument {argument}: {class_name} with {key}={value!r}"
+                             f" is not supported yet; expected {key}={defaults.get(key)!r}")
+    return ALL[name]
+
+
 def get(identifier, context, argument="initializer"):
-    """An initializer from its Keras name or a callable(shape) -> array; errors name the layer
-    (`context`) and the argument."""
+    """An initializer from its Keras name, a config dict or a callable(shape) -> array; errors
+    name the layer (`context`) and the argument."""
     if callable(identifier):
         return identifier
+    if isinstance(identifier, dict):
+        return _from_config(identifier, context, argument)
+    if isinstance(identifier, str) and identifier in _BY_CLASS_NAME:
+        return ALL[_BY_CLASS_NAME[identifier]]
     if isinstance(identifier, str) and identifier.lower() in ALL:
         return ALL[identifier.lower()]
     raise ValueError(f"{context}: argument {argument} must be one of {sorted(ALL)} or a "

@@ -17,11 +17,23 @@ from ... import ops
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.activity_regularization import ActivityRegularization
 from ...plan.parameters import ParameterStore
-from .. import constraints, regularizers
+from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .weight import Weight
 
 _name_counts = defaultdict(int)
+
+# Keras 3 serializes a layer's dtype as its DTypePolicy
+FLOAT32_POLICY = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+                  "registered_name": None}
+
+
+def dtype_name(dtype):
+    """A dtype given as a name or as a Keras 3 DTypePolicy config: its name."""
+    if isinstance(dtype, dict) and dtype.get("class_name") in ("DTypePolicy",
+                                                               "FloatDTypePolicy"):
+        return (dtype.get("config") or {}).get("name")
+    return dtype
 
 
 def reset_names():
@@ -108,6 +120,7 @@ class Layer:
             input_shape = (input_dim,)
         self.input_shape_arg = tuple(input_shape) if input_shape is not None else None
         self._trainable = bool(trainable)
+        dtype = dtype_name(dtype)
         if dtype not in (None, "float32"):
             raise ValueError(f"{cls} '{self.name}': argument dtype must be 'float32', "
                              f"got {dtype!r}")
@@ -203,11 +216,16 @@ class Layer:
                                                "bias_constraint")
 
     def weight_regularization_config(self):
-        return {key: None if value is None else serialize(value) for key, value, serialize in (
+        """The kernel / bias initializers, regularizers and constraints, in Keras 3's keys."""
+        config = {"kernel_initializer": initializers.serialize(self.kernel_initializer),
+                  "bias_initializer": initializers.serialize(self.bias_initializer)}
+        config.update({key: None if value is None else serialize(value)
+                       for key, value, serialize in (
             ("kernel_regularizer", self.kernel_regularizer, regularizers.serialize),
             ("bias_regularizer", self.bias_regularizer, regularizers.serialize),
             ("kernel_constraint", self.kernel_constraint, constraints.serialize),
-            ("bias_constraint", self.bias_constraint, constraints.serialize))}
+            ("bias_constraint", self.bias_constraint, constraints.serialize))})
+        return config
 
     def apply_with_activation(self, op, inputs):
         """Run `op` (which fuses relu/tanh/sigmoid), then any activation it could not fuse."""
@@ -331,11 +349,11 @@ class Layer:
 
     # -- serialization ------------------------------------------------------------------------
     def get_config(self):
-        config = {"name": self.name, "trainable": self.trainable, "dtype": "float32"}
+        """Keras 3's config: name, trainable, dtype (its policy), activity_regularizer when set;
+        the input shape is not part of it (a Sequential config starts with its InputLayer)."""
+        config = {"name": self.name, "trainable": self.trainable, "dtype": FLOAT32_POLICY}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
-        if self.input_shape_arg is not None:
-            config["batch_input_shape"] = (None, *self.input_shape_arg)
         return config
 
     @classmethod

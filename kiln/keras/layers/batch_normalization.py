@@ -119,12 +119,13 @@ class BatchNormalization(Layer):
     def get_config(self):
         return {**super().get_config(), "axis": self.axis, "momentum": self.momentum,
                 "epsilon": self.epsilon, "center": self.center, "scale": self.scale,
-                "beta_initializer": self.beta_initializer.__name__,
-                "gamma_initializer": self.gamma_initializer.__name__,
-                "moving_mean_initializer": self.moving_mean_initializer.__name__,
-                "moving_variance_initializer": self.moving_variance_initializer.__name__,
+                **{key: initializers.serialize(getattr(self, key)) for key in (
+                    "beta_initializer", "gamma_initializer", "moving_mean_initializer",
+                    "moving_variance_initializer")},
                 **{key: None if value is None else serialize(value) for key, value, serialize in (
                     ("beta_regularizer", self.beta_regularizer, regularizers.serialize),
                     ("gamma_regularizer", self.gamma_regularizer, regularizers.serialize),
                     ("beta_constraint", self.beta_constraint, constraints.serialize),
-                    ("gamma_constraint", self.gamma_constraint, constraints.serialize))}}
+                    ("gamma_constraint", self.gamma_constraint, constraints.serialize))},
+                "synchronized": False, "renorm": False, "renorm_clipping": None,
+                "renorm_momentum": 0.99}

@@ -26,7 +26,7 @@ class Conv2D(Layer):
     """
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
-                 dilation_rate=(1, 1), activation=None, use_bias=True,
+                 dilation_rate=(1, 1), groups=1, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, **kwargs):
@@ -44,6 +44,9 @@ class Conv2D(Layer):
         if pair(dilation_rate, self.context, "dilation_rate") != (1, 1):
             raise ValueError(f"{self.context}: argument dilation_rate must be 1 (dilated "
                              f"convolutions are not supported yet), got {dilation_rate!r}")
+        if groups != 1:
+            raise ValueError(f"{self.context}: argument groups must be 1 (grouped convolutions "
+                             f"are not supported yet), got {groups!r}")
         self.activation = activations.get_name(activation, self.context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(
@@ -68,10 +71,12 @@ class Conv2D(Layer):
         return self.apply_with_activation(self.op, inputs)
 
     def get_config(self):
-        return {**super().get_config(), "filters": self.filters,
+        base = super().get_config()
+        return {**base, "filters": self.filters,
                 "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding, "data_format": self.data_format,
+                "dilation_rate": (1, 1), "groups": 1,
                 "activation": self.activation, "use_bias": self.use_bias,
-                "kernel_initializer": self.kernel_initializer.__name__,
-                "bias_initializer": self.bias_initializer.__name__,
+                # Keras's convolutions always write the key, None when unset
+                "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}

@@ -19,13 +19,19 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
-                 bias_constraint=None, **kwargs):
+                 bias_constraint=None, lora_rank=None, lora_alpha=None,
+                 quantization_config=None, **kwargs):
         super().__init__(**kwargs)
         self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
                                        bias_constraint)
         if not is_integer(units) or units <= 0:
             raise ValueError(f"{self.context}: argument units must be a positive int, "
                              f"got {units!r}")
+        for argument, value in (("lora_rank", lora_rank), ("lora_alpha", lora_alpha),
+                                ("quantization_config", quantization_config)):
+            if value is not None:
+                raise ValueError(f"{self.context}: argument {argument} is not supported yet, "
+                                 f"expected None, got {value!r}")
         self.units = int(units)
         self.activation = activations.get_name(activation, self.context)
         self.use_bias = use_bias
@@ -49,7 +55,5 @@ class Dense(Layer):
 
     def get_config(self):
         return {**super().get_config(), "units": self.units, "activation": self.activation,
-                "use_bias": self.use_bias,
-                "kernel_initializer": self.kernel_initializer.__name__,
-                "bias_initializer": self.bias_initializer.__name__,
-                **self.weight_regularization_config()}
+                "use_bias": self.use_bias, **self.weight_regularization_config(),
+                "quantization_config": None}

@@ -33,4 +33,5 @@ class Dropout(Layer):
         return apply(self.op, inputs)
 
     def get_config(self):
-        return {**super().get_config(), "rate": self.rate, "seed": self.seed}
+        return {**super().get_config(), "rate": self.rate, "seed": self.seed,
+                "noise_shape": None}

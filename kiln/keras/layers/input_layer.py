@@ -16,9 +16,11 @@ class InputLayer(Layer):
     batch_size; name."""
 
     def __init__(self, shape=None, batch_size=None, input_shape=None, batch_shape=None,
-                 input_tensor=None, **kwargs):
+                 input_tensor=None, sparse=None, ragged=None, optional=False,
+                 batch_input_shape=None, **kwargs):
         if shape is None:
             shape = input_shape
+        batch_shape = batch_shape if batch_shape is not None else batch_input_shape  # Keras 2
         if shape is None and batch_shape is not None:
             batch_size, shape = batch_shape[0], tuple(batch_shape)[1:]
         super().__init__(input_shape=shape, **kwargs)
@@ -27,6 +29,12 @@ class InputLayer(Layer):
         if any(d is None or int(d) <= 0 for d in self.input_shape_arg):
             raise ValueError(f"{self.context}: argument shape must be positive ints (kiln "
                              f"plans fixed shapes), got {self.input_shape_arg}")
+        for argument, value in (("sparse", sparse), ("ragged", ragged),
+                                ("optional", optional), ("input_tensor", input_tensor)):
+            if value:
+                raise ValueError(f"{self.context}: argument {argument} is not supported, "
+                                 f"expected {None if argument == 'input_tensor' else False}, "
+                                 f"got {value!r}")
         self.batch_size = batch_size
         data_format = backend.image_data_format()
         dims = logical_dims((batch_size, *self.input_shape_arg), data_format)
@@ -40,7 +48,8 @@ class InputLayer(Layer):
         return inputs
 
     def get_config(self):
-        return {"batch_shape": (self.batch_size, *self.input_shape_arg), "name": self.name}
+        return {"batch_shape": (self.batch_size, *self.input_shape_arg), "dtype": "float32",
+                "sparse": False, "ragged": False, "name": self.name, "optional": False}
 
 
 def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None,  # noqa: N802

@@ -1,6 +1,8 @@
 """Keras models (`keras.models`)."""
 
+from ..saving.saving_api import load_model, model_from_config, model_from_json, save_model
 from .model import Model
 from .sequential import Sequential
 
-__all__ = ["Model", "Sequential"]
+__all__ = ["Model", "Sequential", "load_model", "model_from_config", "model_from_json",
+           "save_model"]

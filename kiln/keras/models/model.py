@@ -247,8 +247,37 @@ class Model(Trainer, Layer):
         print_fn(f"Trainable params: {trainable:,}")
         print_fn(f"Non-trainable params: {total - trainable:,}")
 
+    # -- whole-model saving (kiln/keras/saving holds the formats) -------------------------------
     def get_config(self):
+        """Keras 3's config: a Functional model's layers and calls; a subclassed model's name."""
+        from ..saving import model_config
+
+        if model_config.has_graph(self):
+            return model_config.functional_config(self)
         return {"name": self.name, "trainable": self.trainable}
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None, safe_mode=True):
+        from ..saving import model_config
+
+        if "layers" in config and "input_layers" in config:
+            target = Functional if cls is Model else cls
+            return model_config.functional_from_config(target, config, custom_objects,
+                                                       safe_mode)
+        return cls(**config)
+
+    def save(self, filepath, overwrite=True, zipped=None, **kwargs):
+        """The whole model (architecture, weights, compile state and optimizer): a Keras 3
+        `.keras` file, or a Keras 2 `.h5` file for a name ending in .h5 / .hdf5."""
+        from ..saving import saving_api
+
+        saving_api.save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+
+    def to_json(self, **kwargs):
+        """The architecture as JSON (`keras.models.model_from_json` reads it back)."""
+        from ..saving import saving_api
+
+        return saving_api.model_to_json(self, **kwargs)
 
 
 class Functional(Model):

@@ -113,9 +113,16 @@ class Sequential(Model):
         return tensor
 
     def get_config(self):
-        return {"name": self.name,
-                "layers": [{"class_name": type(layer).__name__, "config": layer.get_config()}
-                           for layer in self._stack]}
+        """Keras 3's config: name, trainable, dtype, the layers (InputLayer first)."""
+        from ..saving import model_config
+
+        return model_config.sequential_config(self)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None, safe_mode=True):
+        from ..saving import model_config
+
+        return model_config.sequential_from_config(cls, config, custom_objects, safe_mode)
 
 
 def flatten_shape(tensor):

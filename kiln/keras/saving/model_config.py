@@ -192,6 +192,12 @@ def functional_from_config(cls, config, custom_objects=None, safe_mode=True):
             args = [inputs[0] if len(inputs) == 1 else inputs]
         else:
             raise ValueError(f"{where}: invalid node of layer '{layer.name}': {node!r}")
+        if not isinstance(kwargs, dict):
+            raise ValueError(f"{where}: the kwargs of a call of layer '{layer.name}' must be "
+                             f"a dict, got {kwargs!r}")
+        # Keras records e.g. mask=None on calls; an unset argument kiln's call lacks is dropped
+        kwargs = {key: value for key, value in kwargs.items()
+                  if value is not None or layer._call_accepts(key)}
         layer(*args, **kwargs)
 
     while any(nodes for _, _, nodes in pending):

@@ -1,0 +1,53 @@
+"""The models the saving tests move between kiln and real Keras: each a `build(K, data_format)`
+with K either `kiln.keras` or `keras` (JAX backend), so both sides build the same model."""
+
+import numpy as np
+
+
+def sequential_cnn(K, data_format="channels_last"):
+    shape = (8, 8, 3) if data_format == "channels_last" else (3, 8, 8)
+    return K.Sequential([
+        K.Input(shape),
+        K.layers.Conv2D(4, 3, padding="same", activation="relu", data_format=data_format),
+        K.layers.Conv2D(4, 3, activation="relu", data_format=data_format,
+                        kernel_regularizer=K.regularizers.L2(1e-3)),
+        K.layers.MaxPooling2D(data_format=data_format),
+        K.layers.Flatten(data_format=data_format),
+        K.layers.Dense(8, activation="relu"),
+        K.layers.Dense(3),
+        K.layers.Activation("softmax"),
+    ])
+
+
+def resnet_block(K, data_format="channels_last"):
+    axis = -1 if data_format == "channels_last" else 1
+    shape = (8, 8, 3) if data_format == "channels_last" else (3, 8, 8)
+    inputs = K.Input(shape)
+    x = K.layers.Conv2D(4, 3, padding="same", data_format=data_format)(inputs)
+    x = K.layers.BatchNormalization(axis=axis)(x)
+    x = K.layers.Activation("relu")(x)
+    y = K.layers.Conv2D(4, 3, padding="same", data_format=data_format)(x)
+    y = K.layers.BatchNormalization(axis=axis)(y)
+    x = K.layers.Activation("relu")(K.layers.Add()([x, y]))
+    x = K.layers.AveragePooling2D(data_format=data_format)(x)
+    x = K.layers.Flatten(data_format=data_format)(x)
+    outputs = K.layers.Dense(3, activation="softmax")(x)
+    return K.Model(inputs, outputs)
+
+
+def frozen_part(K, data_format="channels_last"):
+    model = sequential_cnn(K, data_format)
+    model.layers[0].trainable = False  # the first convolution stays fixed
+    return model
+
+
+BUILDERS = {"sequential_cnn": sequential_cnn, "resnet_block": resnet_block,
+            "frozen_part": frozen_part}
+
+
+def data(data_format="channels_last", count=16, seed=0):
+    random = np.random.RandomState(seed)
+    shape = (count, 8, 8, 3) if data_format == "channels_last" else (count, 3, 8, 8)
+    x = random.rand(*shape).astype("float32")
+    y = np.eye(3, dtype="float32")[random.randint(0, 3, count)]
+    return x, y
