@@ -3,7 +3,8 @@ step by one kernel (true / false positives / negatives per threshold, a predicti
 positive when it is above the threshold, weighted by the sample weight).
 
 AUC uses Keras' default: 200 thresholds evenly spread in (0, 1) plus -eps and 1 + eps, the
-ROC curve by default (or PR), and the 'interpolation' Riemann sum.
+ROC curve by default (or PR), and the 'interpolation' sum (Keras' exact integral of the
+interpolated precision for PR).
 """
 
 import numpy as np
@@ -75,8 +76,8 @@ class Recall(Precision):
 
 
 class AUC(_ConfusionMetric):
-    """Args: num_thresholds, curve ('ROC' or 'PR'), summation_method ('interpolation' for
-    ROC; 'minoring', 'majoring'), name, dtype, from_logits."""
+    """Args: num_thresholds, curve ('ROC' or 'PR'), summation_method ('interpolation',
+    'minoring' or 'majoring'), name, dtype, from_logits."""
 
     def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation",
                  name=None, dtype=None, thresholds=None, multi_label=False, num_labels=None,
@@ -89,9 +90,6 @@ class AUC(_ConfusionMetric):
             raise ValueError(f"AUC: curve must be 'ROC' or 'PR' and summation_method one of "
                              f"'interpolation', 'minoring', 'majoring', got {curve!r}, "
                              f"{summation_method!r}")
-        if curve == "PR" and summation_method == "interpolation":
-            raise ValueError("AUC: the PR curve's 'interpolation' sum is not supported by kiln "
-                             "yet; use summation_method='minoring' or 'majoring'")
         eps = backend.epsilon()
         inner = [(i + 1) * 1.0 / (num_thresholds - 1) for i in range(num_thresholds - 2)]
         super().__init__([0.0 - eps] + inner + [1.0 + eps], name, dtype, from_logits)
@@ -100,6 +98,8 @@ class AUC(_ConfusionMetric):
 
     def result(self):
         tp, fp, tn, fn = self.state
+        if self.curve == "PR" and self.summation_method == "interpolation":
+            return self._interpolated_pr_auc(tp, fp, fn)
         recall = _divide(tp, tp + fn)
         if self.curve == "ROC":
             x, y = _divide(fp, fp + tn), recall
@@ -112,3 +112,20 @@ class AUC(_ConfusionMetric):
         else:
             heights = np.maximum(y[:-1], y[1:])
         return float(np.sum((x[:-1] - x[1:]) * heights))
+
+    @staticmethod
+    def _interpolated_pr_auc(tp, fp, fn):
+        """Keras' interpolate_pr_auc (Davis & Goadrich): precision interpolated linearly in
+        the true positives between thresholds, integrated exactly."""
+        dtp = tp[:-1] - tp[1:]
+        p = tp + fp
+        dp = p[:-1] - p[1:]
+        slope = _divide(dtp, np.maximum(dp, 0))
+        intercept = tp[1:] - slope * p[1:]
+        both = (p[:-1] > 0) & (p[1:] > 0)
+        ratio = np.where(both, _divide(p[:-1], np.maximum(p[1:], 0)), 1.0)
+        with np.errstate(divide="ignore"):
+            log_ratio = np.where(ratio > 0, np.log(np.where(ratio > 0, ratio, 1.0)), 0.0)
+        increment = _divide(slope * (dtp + intercept * log_ratio),
+                            np.maximum(tp[1:] + fn[1:], 0))
+        return float(np.sum(increment))

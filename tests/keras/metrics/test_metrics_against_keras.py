@@ -57,6 +57,9 @@ CASES = {
     "auc": (lambda K: K.metrics.AUC(), "binary"),
     "auc_pr_minoring": (lambda K: K.metrics.AUC(curve="PR", summation_method="minoring"),
                         "binary"),
+    "auc_pr_interpolation": (lambda K: K.metrics.AUC(curve="PR"), "binary"),
+    "auc_roc_majoring_50": (lambda K: K.metrics.AUC(num_thresholds=50,
+                                                    summation_method="majoring"), "binary"),
 }
 
 
