@@ -85,6 +85,12 @@ DECLARATIONS = {
         (status_t, [PH, H, c_int, H, H, H, D, D, D, D, H, H]),
     "dnnl_convolution_backward_weights_primitive_desc_create":
         (status_t, [PH, H, c_int, H, H, H, H, D, D, D, D, H, H]),
+    "dnnl_deconvolution_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, H, H, H, H, D, D, D, D, H]),
+    "dnnl_deconvolution_backward_data_primitive_desc_create":
+        (status_t, [PH, H, c_int, H, H, H, D, D, D, D, H, H]),
+    "dnnl_deconvolution_backward_weights_primitive_desc_create":
+        (status_t, [PH, H, c_int, H, H, H, H, D, D, D, D, H, H]),
     "dnnl_eltwise_forward_primitive_desc_create":
         (status_t, [PH, H, c_int, c_int, H, H, c_float, c_float, H]),
     "dnnl_eltwise_backward_primitive_desc_create":

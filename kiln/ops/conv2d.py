@@ -3,6 +3,10 @@
 oneDNN primitives: convolution forward (src/weights/dst `format_tag any`), backward-data (skipped
 for the first layer), backward-weights with DIFF_BIAS (the bias gradient comes from the same
 pass over the output gradient, never from a separate reduction).
+
+Dilation and groups are the same primitives: oneDNN takes dilations as `rate - 1` and groups as
+5D weights (g, out/g, in/g, kh, kw). A depthwise convolution is groups = channels: oneDNN runs
+it with its own depthwise kernels (jit_dw / brdgmm_dw), so it needs no op of its own.
 """
 
 from ..binding import constants as dnnl
@@ -36,8 +40,14 @@ def forward_kind(builder):
 PIN_BACKWARD_DATA_LAYOUT = True
 
 
+def dilated_kernel(kernel, dilation):
+    """The span of a kernel of `kernel` taps `dilation` apart."""
+    return (kernel - 1) * dilation + 1
+
+
 def conv_output_length(length, kernel, stride, padding):
-    """Keras/TensorFlow rule: 'valid' = floor((L - k) / s) + 1, 'same' = ceil(L / s)."""
+    """Keras/TensorFlow rule: 'valid' = floor((L - k) / s) + 1, 'same' = ceil(L / s) (`kernel`
+    is the dilated span)."""
     if padding == "valid":
         return (length - kernel) // stride + 1
     return -(-length // stride)
@@ -59,6 +69,12 @@ class Conv2D(Op):
         padding: 'valid' or 'same'.
         activation: None, 'linear', 'relu', 'tanh' or 'sigmoid' (fused as a post-op).
         use_bias: whether a bias is added (fused into the primitive).
+        dilation_rate: pair of ints (1 = none).
+        groups: the input and output channels split into `groups` independent convolutions;
+            groups = input channels is a depthwise convolution (output channel c * m + k
+            reads input channel c, as Keras's DepthwiseConv2D with depth_multiplier m).
+        kernel_name: the short name of the kernel parameter ('depthwise_kernel' and
+            'pointwise_kernel' in SeparableConv2D's two ops).
 
     `channel_affine` (set by the inference-plan fusion of a following batch norm, see
     batch_norm_folding.py) plans per-channel (scale, shift) memories of dims (1, C, 1, 1):
@@ -68,7 +84,8 @@ class Conv2D(Op):
     channel_affine = None
 
     def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
-                 activation=None, use_bias=True):
+                 activation=None, use_bias=True, dilation_rate=(1, 1), groups=1,
+                 kernel_name="kernel"):
         self.name = name
         self.filters = filters
         self.kernel_size = tuple(kernel_size)
@@ -76,11 +93,23 @@ class Conv2D(Op):
         self.padding = padding
         self.activation = activation
         self.use_bias = use_bias
+        self.dilation_rate = tuple(dilation_rate)
+        self.groups = groups
+        self.kernel_name = kernel_name
+
+    @property
+    def _span(self):
+        return tuple(dilated_kernel(k, d) for k, d in zip(self.kernel_size, self.dilation_rate,
+                                                              strict=True))
 
     # -- shape rule ---------------------------------------------------------------------------
     def output_dims(self, input_dims):
-        n, _, h, w = input_dims
-        (kh, kw), (sh, sw) = self.kernel_size, self.strides
+        n, channels, h, w = input_dims
+        if channels % self.groups or self.filters % self.groups:
+            raise ValueError(
+                f"Conv2D '{self.name}': groups={self.groups} must divide the input channels "
+                f"({channels}) and filters ({self.filters})")
+        (kh, kw), (sh, sw) = self._span, self.strides
         out_h = conv_output_length(h, kh, sh, self.padding)
         out_w = conv_output_length(w, kw, sw, self.padding)
         if out_h <= 0 or out_w <= 0:
@@ -90,9 +119,16 @@ class Conv2D(Op):
         return (n, self.filters, out_h, out_w)
 
     def parameter_dims(self, input_dims):
-        """Logical dims and the tag of the Keras layout: kernel (kh, kw, in, out) is hwio."""
+        """Logical dims and the tag of the Keras layout: kernel (kh, kw, in, out) is hwio; a
+        grouped kernel (kh, kw, in/g, out), out = g * out/g + k, is (g, out/g, in/g, kh, kw)
+        in tag decab."""
         kh, kw = self.kernel_size
-        dims = {"kernel": ((self.filters, input_dims[1], kh, kw), dnnl.cdba)}
+        g = self.groups
+        if g == 1:
+            kernel = ((self.filters, input_dims[1], kh, kw), dnnl.cdba)
+        else:
+            kernel = ((g, self.filters // g, input_dims[1] // g, kh, kw), dnnl.decab)
+        dims = {self.kernel_name: kernel}
         if self.use_bias:
             dims["bias"] = ((self.filters,), dnnl.a)
         return dims
@@ -100,8 +136,8 @@ class Conv2D(Op):
     def _padding(self, h, w):
         if self.padding == "valid":
             return (0, 0), (0, 0)
-        (top, bottom), (left, right) = (same_padding(h, self.kernel_size[0], self.strides[0]),
-                                        same_padding(w, self.kernel_size[1], self.strides[1]))
+        (top, bottom), (left, right) = (same_padding(h, self._span[0], self.strides[0]),
+                                        same_padding(w, self._span[1], self.strides[1]))
         return (top, left), (bottom, right)
 
     # -- forward and backward -------------------------------------------------------------------
@@ -112,18 +148,20 @@ class Conv2D(Op):
         a residual block's add (see conv2d_residual.py)."""
         input_dims = x.dims
         output_dims = self.output_dims(input_dims)
-        weight_dims = self.parameter_dims(input_dims)["kernel"][0]
+        kernel_param = f"{self.name}/{self.kernel_name}"
+        weight_dims = self.parameter_dims(input_dims)[self.kernel_name][0]
         pad_l, pad_r = self._padding(input_dims[2], input_dims[3])
         dt = builder.data_type
         geometry = (tuple(input_dims), output_dims, self.kernel_size, self.strides, pad_l, pad_r,
-                    self.use_bias)
+                    self.use_bias, self.dilation_rate, self.groups)
         shapes = f"Conv2D '{self.name}' input {list(input_dims)} output {list(output_dims)}"
         src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
         w_any = MemoryDesc.any(weight_dims, dt)
         w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
         bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None
         bias_handle = bias_desc.handle if bias_desc is not None else None
-        strides, dilates = to_dims(self.strides), to_dims((0, 0))
+        strides = to_dims(self.strides)
+        dilates = to_dims(tuple(d - 1 for d in self.dilation_rate))  # oneDNN counts the gaps
         pad_l_dims, pad_r_dims = to_dims(pad_l), to_dims(pad_r)
 
         affine = None
@@ -182,11 +220,11 @@ class Conv2D(Op):
 
         if builder.training and dt != dnnl.f32:
             # bf16 compute keeps f32 master weights in the layout their gradient comes in.
-            builder.master_layout(f"{self.name}/kernel",
+            builder.master_layout(kernel_param,
                                   backward_weights().pd.md(dnnl.query_diff_weights_md))
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
         args = {dnnl.ARG_SRC: src,
-                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                dnnl.ARG_WEIGHTS: builder.param(kernel_param,
                                                 fwd.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DST: residual_memory if residual_memory is not None and not separate_add
                 else builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
@@ -205,7 +243,7 @@ class Conv2D(Op):
             grad = output_grad
             if not result.activation_grad_applied_downstream:
                 grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            if builder.wants_grad(f"{self.name}/kernel"):  # not for a frozen layer
+            if builder.wants_grad(kernel_param):  # not for a frozen layer
                 bwd_w = backward_weights()
                 w_args = {
                     dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
@@ -214,7 +252,7 @@ class Conv2D(Op):
                         grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
                         f"{self.name} gradient for weights", backward=True),
                     dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
-                        f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
+                        kernel_param, bwd_w.pd.md(dnnl.query_diff_weights_md))}
                 if self.use_bias:
                     w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
                 builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
@@ -233,9 +271,14 @@ class Conv2D(Op):
                 # oneDNN picked other layouts than the gradient has (strided convs on AVX2):
                 # gradients in the forward's layouts save two reorders of activation size
                 try:
-                    bwd_d = builder.primitive(
+                    pinned = builder.primitive(
                         ("conv bwd data", dt, geometry, layout_key(grad.desc),
                          layout_key(src.desc)), make_backward_data(src.desc, grad.desc))
+                    # unless only the reference kernel takes them (a strided depthwise
+                    # convolution in the blocked layouts of its forward, on AVX2)
+                    if (not pinned.pd.implementation.startswith("ref")
+                            or bwd_d.pd.implementation.startswith("ref")):
+                        bwd_d = pinned
                 except DnnlError:
                     pass
             input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
@@ -243,7 +286,7 @@ class Conv2D(Op):
                 dnnl.ARG_DIFF_DST: builder.reorder(
                     grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
                     f"{self.name} gradient for data", backward=True),
-                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                dnnl.ARG_WEIGHTS: builder.param(kernel_param,
                                                 bwd_d.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
             return input_grad
