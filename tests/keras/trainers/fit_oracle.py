@@ -1,9 +1,9 @@
 """The shared real-Keras checker (keras_oracle.py) for losses and metrics: the same model
 built in kiln and in Keras 3 from the same initial weights is compiled with the same loss,
 loss_weights and metrics, fitted a few epochs of SGD on the same data (labels, sample or
-class weights), and must log the same history (every key: loss, per-output losses, metrics,
-val_*) and hold the same weights after each epoch; then `evaluate(return_dict=True)` must give
-the same dict on both sides.
+class weights), and must log the same batch logs (running results), the same history (every
+key: loss, per-output losses, metrics, val_*) and hold the same weights after each epoch;
+then `evaluate(return_dict=True)` must give the same dict on both sides.
 
     check_fit_against_keras(build, compile_args=lambda K: dict(loss=..., metrics=[...]),
                             make_y=lambda rng, count: ...)
@@ -25,6 +25,12 @@ from kiln import keras as kk  # noqa: E402
 def _close(name, kiln_value, keras_value, what):
     assert kiln_value == pytest.approx(float(keras_value), rel=RTOL, abs=1e-5), (
         f"{what} {name}: kiln {kiln_value}, keras {float(keras_value)}")
+
+
+def _batch_logger(module, into):
+    return module.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: into.append(
+            {name: float(value) for name, value in logs.items()}))
 
 
 def check_fit_against_keras(build, compile_args, make_y, epochs=2, batch_size=None, seed=0,
@@ -51,8 +57,17 @@ def check_fit_against_keras(build, compile_args, make_y, epochs=2, batch_size=No
         common = dict(epochs=1, batch_size=batch_size, shuffle=False, verbose=0, **extra)
         if validation:
             common["validation_data"] = (x, y)
-        kiln_history = kiln_model.fit(x, y, **common).history
-        keras_history = keras_model.fit(x, y, **common).history
+        kiln_batches, keras_batches = [], []
+        kiln_history = kiln_model.fit(x, y, callbacks=[_batch_logger(kk, kiln_batches)],
+                                      **common).history
+        keras_history = keras_model.fit(x, y, callbacks=[_batch_logger(keras, keras_batches)],
+                                        **common).history
+        # batch logs are the running results since the epoch began, as in Keras 3
+        assert len(kiln_batches) == len(keras_batches)
+        for step, (ours, theirs) in enumerate(zip(kiln_batches, keras_batches, strict=True)):
+            assert sorted(ours) == sorted(theirs), f"{what} batch {step}: log keys"
+            for name in theirs:
+                _close(name, ours[name], theirs[name], f"{what} batch {step}")
         assert sorted(kiln_history) == sorted(keras_history), (
             f"{what}: history keys: kiln {sorted(kiln_history)}, keras {sorted(keras_history)}")
         for name in keras_history:
