@@ -142,3 +142,22 @@ def test_two_outputs_losses_by_name_dict():
             loss_weights={"flags": 2.0, "scores": 0.5},
             metrics={"flags": ["accuracy"], "scores": ["accuracy"]}),
         labels, batch_size=4)
+
+
+def test_two_outputs_with_one_sample_weight_array_each():
+    def build(K):
+        inputs = K.Input((6,))
+        x = K.layers.Dense(5, activation="tanh")(inputs)
+        return K.Model(inputs, [K.layers.Dense(3, activation="softmax", name="a")(x),
+                                K.layers.Dense(2, name="b")(x)])
+
+    def labels(rng, n):
+        return [np.eye(3, dtype=np.float32)[rng.integers(0, 3, n)],
+                rng.normal(size=(n, 2)).astype(np.float32)]
+
+    check_fit_against_keras(
+        build, lambda K: dict(loss=["categorical_crossentropy", "mae"],
+                              loss_weights=[0.5, 2.0]),
+        labels, batch_size=4, validation=False,
+        fit_args=lambda rng, n, y: dict(sample_weight=[
+            rng.uniform(0, 2, n).astype(np.float32), rng.uniform(0, 2, n).astype(np.float32)]))
