@@ -46,8 +46,8 @@ def dilated_kernel(kernel, dilation):
 
 
 def conv_output_length(length, kernel, stride, padding):
-    """Keras/TensorFlow rule: 'valid' = floor((L - k) / s) + 1, 'same' = ceil(L / s) (`kernel`
-    is the dilated span)."""
+    """Keras/TensorFlow rule: 'valid' = floor((L - k) / s) + 1, 'same' and 'causal' (Conv1D:
+    all the padding before) = ceil(L / s) (`kernel` is the dilated span)."""
     if padding == "valid":
         return (length - kernel) // stride + 1
     return -(-length // stride)
@@ -66,7 +66,7 @@ class Conv2D(Op):
     Args:
         name: the layer name, used for parameter names and error messages.
         filters, kernel_size, strides: ints / pairs of ints.
-        padding: 'valid' or 'same'.
+        padding: 'valid', 'same' or 'causal' (Conv1D's: all the padding before).
         activation: None, 'linear', 'relu', 'tanh' or 'sigmoid' (fused as a post-op).
         use_bias: whether a bias is added (fused into the primitive).
         dilation_rate: pair of ints (1 = none).
@@ -75,6 +75,8 @@ class Conv2D(Op):
             reads input channel c, as Keras's DepthwiseConv2D with depth_multiplier m).
         kernel_name: the short name of the kernel parameter ('depthwise_kernel' and
             'pointwise_kernel' in SeparableConv2D's two ops).
+        activation_tag: None lets oneDNN choose the activations' layouts (blocked); a plain
+            tag fixes them (Conv1D's zero-copy views of its 3D tensors).
 
     `channel_affine` (set by the inference-plan fusion of a following batch norm, see
     batch_norm_folding.py) plans per-channel (scale, shift) memories of dims (1, C, 1, 1):
@@ -85,7 +87,7 @@ class Conv2D(Op):
 
     def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
                  activation=None, use_bias=True, dilation_rate=(1, 1), groups=1,
-                 kernel_name="kernel"):
+                 kernel_name="kernel", activation_tag=None):
         self.name = name
         self.filters = filters
         self.kernel_size = tuple(kernel_size)
@@ -96,6 +98,7 @@ class Conv2D(Op):
         self.dilation_rate = tuple(dilation_rate)
         self.groups = groups
         self.kernel_name = kernel_name
+        self.activation_tag = activation_tag
 
     @property
     def _span(self):
@@ -136,6 +139,8 @@ class Conv2D(Op):
     def _padding(self, h, w):
         if self.padding == "valid":
             return (0, 0), (0, 0)
+        if self.padding == "causal":
+            return (self._span[0] - 1, self._span[1] - 1), (0, 0)
         (top, bottom), (left, right) = (same_padding(h, self._span[0], self.strides[0]),
                                         same_padding(w, self._span[1], self.strides[1]))
         return (top, left), (bottom, right)
@@ -153,9 +158,13 @@ class Conv2D(Op):
         pad_l, pad_r = self._padding(input_dims[2], input_dims[3])
         dt = builder.data_type
         geometry = (tuple(input_dims), output_dims, self.kernel_size, self.strides, pad_l, pad_r,
-                    self.use_bias, self.dilation_rate, self.groups)
+                    self.use_bias, self.dilation_rate, self.groups, self.activation_tag)
         shapes = f"Conv2D '{self.name}' input {list(input_dims)} output {list(output_dims)}"
-        src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
+        if self.activation_tag is None:
+            src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
+        else:
+            src_any = MemoryDesc.with_tag(input_dims, dt, self.activation_tag)
+            dst_any = MemoryDesc.with_tag(output_dims, dt, self.activation_tag)
         w_any = MemoryDesc.any(weight_dims, dt)
         w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
         bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None

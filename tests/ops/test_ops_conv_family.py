@@ -177,3 +177,65 @@ def test_conv2d_transpose_output_dims_follow_keras(padding, output_padding, expe
     op = Conv2DTranspose("conv", 5, (3, 3), (2, 2), padding, output_padding)
     assert op.output_dims((1, 2, 4, 5)) == (1, 5, *expected)
     assert op.parameter_dims((1, 2, 4, 5))["kernel"] == ((5, 2, 3, 3), dnnl.cdab)
+
+
+# steps, channels, filters, kernel, strides, padding, dilation, groups, activation
+CONV1D = {
+    "k3-same": (9, 3, 4, 3, 1, "same", 1, 1, "relu"),
+    "k3-valid-s2": (10, 4, 6, 3, 2, "valid", 1, 2, None),
+    "k2-causal-dilated-2": (9, 3, 4, 2, 1, "causal", 2, 1, "tanh"),
+    "k5-same-s2-16-channels": (12, 16, 16, 5, 2, "same", 1, 1, None),
+}
+
+
+def conv1d_reference(x, kernel, bias, strides, padding, dilation, groups, activation,
+                     data_format, dy=None):
+    """Keras Conv1D through the 2D reference on (N, 1, steps, C); 'causal' pads the left."""
+    x2 = x[:, None] if data_format == CHANNELS_LAST else x.transpose(0, 2, 1)[:, None]
+    if padding == "causal":
+        x2 = np.pad(x2, ((0, 0), (0, 0), ((kernel.shape[0] - 1) * dilation, 0), (0, 0)))
+    result = grouped_conv2d_reference(x2, kernel[None], bias, (1, strides),
+                                      "valid" if padding == "causal" else padding,
+                                      (1, dilation), groups, activation, dy=None if dy is None
+                                      else (dy if data_format == CHANNELS_LAST
+                                            else dy.transpose(0, 2, 1))[:, None])
+
+    def back(y):
+        y = y[:, 0]
+        return y if data_format == CHANNELS_LAST else y.transpose(0, 2, 1)
+
+    if dy is None:
+        return back(result)
+    y, dx, dk, db = result
+    if padding == "causal":
+        dx = dx[:, :, (kernel.shape[0] - 1) * dilation:]
+    return back(y), back(dx), dk[0], db
+
+
+@pytest.mark.parametrize("data_format", FORMATS)
+@pytest.mark.parametrize("case", list(CONV1D))
+def test_conv1d(case, data_format):
+    from kiln.ops.conv1d import Conv1D
+    steps, channels, filters, kernel, strides, padding, dilation, groups, activation = \
+        CONV1D[case]
+    rng = np.random.default_rng(len(case))
+    x = rng.normal(size=(2, steps, channels) if data_format == CHANNELS_LAST
+                   else (2, channels, steps)).astype(np.float32)
+    params = {"conv/kernel": rng.normal(0, 0.4, size=(kernel, channels // groups, filters)),
+              "conv/bias": rng.normal(0, 0.3, size=filters)}
+    op = Conv1D("conv", filters, kernel, strides, padding, activation, True, dilation, groups,
+                data_format)
+    dy = rng.normal(size=(2, *op.output_dims(x.shape)[1:])).astype(np.float32)
+
+    def forward(x64, p64):
+        return conv1d_reference(x64, p64["conv/kernel"], p64["conv/bias"], strides, padding,
+                                dilation, groups, activation, data_format)
+
+    def grads(x64, p64, dy64):
+        _, dx, dk, db = conv1d_reference(x64, p64["conv/kernel"], p64["conv/bias"], strides,
+                                         padding, dilation, groups, activation, data_format,
+                                         dy=dy64)
+        return dx, {"conv/kernel": dk, "conv/bias": db}
+
+    check_op(op, x, params, dy, forward, data_format, grads, rtol=1e-4, atol=1e-4,
+             grad_rtol=1e-4, grad_atol=2e-4, entries=4)
