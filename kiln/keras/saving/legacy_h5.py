@@ -1,9 +1,297 @@
-"""Keras 2's legacy HDF5 model file (`model.save('x.h5')`)."""
+"""Keras 2's legacy HDF5 model file (`model.save('x.h5')`, as the classic Keras 2 examples end),
+written as Keras 2 / tf.keras wrote it and read from Keras 2, tf.keras, Keras 3 and kiln.
+
+    attrs   keras_version, backend, model_config (JSON: {"class_name", "config"} in Keras 2's
+            form: no 'module', initializers as {"class_name", "config"}, an InputLayer's
+            batch_input_shape, layer calls as [[layer, node, tensor, kwargs], ...]),
+            training_config (JSON: loss, metrics, weighted_metrics, loss_weights,
+            optimizer_config)
+    model_weights           attrs layer_names (every layer), backend, keras_version
+        <layer name>        attrs weight_names ("conv2d/kernel:0", ...): the layer's weights,
+                            trainable first, each a dataset at that path
+    optimizer_weights       attrs weight_names: tf.keras's optimizer weights: "<Optimizer>/
+                            iter:0", then each slot for every trainable weight, slot by slot
+                            ("Adam/conv2d/kernel/m:0", ..., "Adam/conv2d/kernel/v:0", ...)
+
+Loading matches layers with weights in order, as Keras 2 does (layer names may differ), checks
+every count and shape before assigning anything, and reads the optimizer in tf.keras's layout
+above or in Keras 3's (what Keras 3 writes into a legacy file: its own variable list).
+"""
+
+import json
+import os
+import warnings
+
+import h5py
+import numpy as np
+
+from .atomic_file import atomic_path
+from .h5_reading import get_group, read_array
+from .model_config import compile_from_config, has_graph, serialize_model
+from .optimizer_variables import (
+    check_keras_variables,
+    keras_variables,
+    set_keras_variables,
+    slot_order,
+)
+from .saveable_paths import own_variables
+from .serialization import deserialize_layer
+
+KERAS_VERSION, BACKEND = "2.15.0", "tensorflow"  # what tf.keras 2 writes; Keras 3 reads it
+# Keras 3's slot names -> tf.keras 2's
+_KERAS2_SLOTS = {"momentum": "momentum", "velocity": "v", "velocity_hat": "vhat",
+                 "accumulator": "accumulator", "accumulated_grad": "accum_grad",
+                 "accumulated_delta_var": "accum_var", "m": "m", "norm": "v",
+                 "average_gradient": "mg"}
+_KERAS2_SLOTS_BY_OPTIMIZER = {"Adam": {"momentum": "m"}, "AdamW": {"momentum": "m"},
+                              "Nadam": {"momentum": "m"}, "RMSprop": {"velocity": "rms"}}
+
+
+# -- writing ----------------------------------------------------------------------------------
+def keras2_config(value):
+    """A Keras 3 config in Keras 2's form (see the module docstring)."""
+    if isinstance(value, list):
+        return [keras2_config(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("class_name") in ("DTypePolicy", "FloatDTypePolicy"):
+        return (value.get("config") or {}).get("name", "float32")
+    if value.get("class_name") == "__keras_tensor__":
+        return value
+    converted = {key: keras2_config(item) for key, item in value.items()
+                 if key not in ("module", "registered_name", "build_config")}
+    if value.get("class_name") == "InputLayer" and "batch_shape" in converted.get("config", {}):
+        inner = dict(converted["config"])
+        inner["batch_input_shape"] = inner.pop("batch_shape")
+        inner.pop("optional", None)
+        converted["config"] = inner
+    if "inbound_nodes" in converted:
+        converted["inbound_nodes"] = [_keras2_node(node) for node in value["inbound_nodes"]]
+    for key in ("input_layers", "output_layers"):
+        if isinstance(converted.get(key), list) and converted[key] and \
+                isinstance(converted[key][0], str):
+            converted[key] = [converted[key]]  # Keras 2 always lists them
+    return converted
+
+
+def _keras2_node(node):
+    tensors = []
+
+    def collect(structure):
+        if isinstance(structure, dict) and structure.get("class_name") == "__keras_tensor__":
+            tensors.append(structure["config"]["keras_history"])
+        elif isinstance(structure, list):
+            for item in structure:
+                collect(item)
+
+    collect(node.get("args", []))
+    kwargs = {key: value for key, value in (node.get("kwargs") or {}).items()
+              if not isinstance(value, dict)}
+    return [[*history, kwargs] for history in tensors]
 
 
 def save_legacy_h5(model, filepath, include_optimizer=True):
-    raise NotImplementedError
+    if not has_graph(model):
+        raise ValueError(f"save: {model.context} is a subclassed model, whose architecture "
+                         "has no config; save its weights with save_weights() instead")
+    entry = serialize_model(model)  # everything is read before the file is opened
+    model_config = {"class_name": entry["class_name"],
+                    "config": keras2_config(entry["config"])}
+    training_config = None
+    if include_optimizer and entry.get("compile_config"):
+        compiled = dict(entry["compile_config"])
+        optimizer = compiled.pop("optimizer")
+        training_config = {key: keras2_config(compiled[key]) for key in (
+            "loss", "metrics", "weighted_metrics", "loss_weights")}
+        training_config["optimizer_config"] = {"class_name": optimizer["class_name"],
+                                               "config": optimizer["config"]}
+    layers = [(layer.name, [(f"{layer.name}/{w.name}:0", w.numpy())
+                            for w in own_variables(layer)]) for layer in model.layers]
+    optimizer_weights = _keras2_optimizer_weights(model) if training_config else []
+    with atomic_path(filepath) as temporary:
+        with h5py.File(temporary, "w") as h5:
+            h5.attrs["keras_version"] = KERAS_VERSION
+            h5.attrs["backend"] = BACKEND
+            h5.attrs["model_config"] = json.dumps(model_config).encode("utf8")
+            if training_config is not None:
+                h5.attrs["training_config"] = json.dumps(training_config).encode("utf8")
+            group = h5.create_group("model_weights")
+            group.attrs["layer_names"] = [name.encode("utf8") for name, _ in layers]
+            group.attrs["backend"] = BACKEND.encode("utf8")
+            group.attrs["keras_version"] = KERAS_VERSION.encode("utf8")
+            for name, weights in sorted(layers):
+                _write_weights(group.create_group(name), weights)
+            if optimizer_weights:
+                _write_weights(h5.create_group("optimizer_weights"), optimizer_weights)
+
+
+def _write_weights(group, weights):
+    group.attrs["weight_names"] = [name.encode("utf8") for name, _ in weights]
+    for name, value in weights:
+        group[name] = value
+
+
+def _keras2_optimizer_weights(model):
+    """[(tf.keras weight name, value)]: iter, then each slot for every trainable weight."""
+    optimizer = model.optimizer
+    values = keras_variables(model)
+    prefix = type(optimizer).__name__
+    weights = [(f"{prefix}/iter:0", np.asarray(values[0], np.int64))]
+    fixed = 1 + (optimizer._schedule is None)
+    trainable = list(model.trainable_weights)
+    if len(values) == fixed:
+        return weights
+    renames = {**_KERAS2_SLOTS, **_KERAS2_SLOTS_BY_OPTIMIZER.get(prefix, {})}
+    index = fixed
+    for group in slot_order(optimizer, optimizer._updater.slot_names()):
+        per_slot = {name: [] for name in group}
+        for weight in trainable:
+            for name in group:  # Keras 3 interleaves a group's slots per weight
+                per_slot[name].append((weight, values[index]))
+                index += 1
+        for name in group:  # tf.keras lists one slot for every weight, then the next
+            weights.extend((f"{prefix}/{weight.path}/{renames[name]}:0", value)
+                           for weight, value in per_slot[name])
+    return weights
+
+
+# -- reading ----------------------------------------------------------------------------------
+def _attribute(owner, name, filepath):
+    value = owner.attrs.get(name)
+    if value is None:
+        chunks, index = [], 0  # Keras splits long name lists over name0, name1, ...
+        while f"{name}{index}" in owner.attrs:
+            chunks.extend(owner.attrs[f"{name}{index}"])
+            index += 1
+        value = chunks if index else None
+    if isinstance(value, bytes):
+        value = value.decode("utf8")
+    if isinstance(value, np.ndarray):
+        value = [v.decode("utf8") if isinstance(v, bytes) else str(v) for v in value]
+    return value
+
+
+def _json_attribute(h5, name, filepath):
+    text = _attribute(h5, name, filepath)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ValueError(f"load_model: {filepath}: the '{name}' attribute is not valid JSON: "
+                         f"{error}") from error
 
 
 def load_legacy_h5(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
-    raise NotImplementedError
+    try:
+        h5 = h5py.File(filepath, "r")
+    except OSError as error:
+        raise ValueError(f"load_model: {filepath} is not a readable HDF5 file "
+                         f"({error})") from error
+    with h5:
+        model_config = _json_attribute(h5, "model_config", filepath)
+        if not isinstance(model_config, dict):
+            raise ValueError(f"load_model: {filepath} is an HDF5 file without a model_config "
+                             "attribute: not a Keras model file (a weights file? use "
+                             "load_weights)")
+        model = deserialize_layer(model_config, custom_objects, safe_mode,
+                                  f"load_model: {filepath}")
+        _load_model_weights(model, h5, filepath)
+        training_config = _json_attribute(h5, "training_config", filepath)
+        if compile and isinstance(training_config, dict):
+            try:
+                compile_from_config(model, _compile_config(training_config), custom_objects)
+            except (ValueError, TypeError) as error:
+                warnings.warn(f"load_model: {filepath}: the model could not be compiled from "
+                              f"its training_config ({error}); it is returned uncompiled",
+                              stacklevel=3)
+                return model
+            if "optimizer_weights" in h5:
+                _load_optimizer(model, h5, filepath)
+    return model
+
+
+def _compile_config(training_config):
+    optimizer = training_config.get("optimizer_config") or "rmsprop"
+    metrics = training_config.get("metrics")
+    if isinstance(metrics, list):  # tf.keras saved metric objects as MeanMetricWrapper dicts
+        metrics = [m["config"].get("name") if isinstance(m, dict) and
+                   m.get("class_name") == "MeanMetricWrapper" else m for m in metrics]
+    return {"optimizer": optimizer, "loss": training_config.get("loss"),
+            "loss_weights": training_config.get("loss_weights"), "metrics": metrics,
+            "weighted_metrics": training_config.get("weighted_metrics")}
+
+
+def _load_model_weights(model, h5, filepath):
+    """Layers with weights, in order, against the file's layers with weights, as Keras 2."""
+    group = get_group(h5, "model_weights", filepath)
+    if group is None:
+        raise ValueError(f"load_model: {filepath} has no 'model_weights' group")
+    names = _attribute(group, "layer_names", filepath) or []
+    saved = []
+    for name in names:
+        layer_group = get_group(group, name, filepath)
+        weight_names = [] if layer_group is None else (
+            _attribute(layer_group, "weight_names", filepath) or [])
+        if weight_names:
+            saved.append((name, layer_group, weight_names))
+    layers = [layer for layer in model.layers if own_variables(layer)]
+    if len(saved) != len(layers):
+        raise ValueError(f"load_model: {filepath} holds weights for {len(saved)} layers "
+                         f"{[name for name, _, _ in saved]}, the model has {len(layers)} "
+                         f"layers with weights {[layer.name for layer in layers]}")
+    assignments = []
+    for layer, (name, layer_group, weight_names) in zip(layers, saved, strict=True):
+        expected = own_variables(layer)
+        if len(weight_names) != len(expected):
+            raise ValueError(f"load_model: {filepath}: layer '{name}' holds "
+                             f"{len(weight_names)} weights, {layer.context} expects "
+                             f"{len(expected)} {[w.shape for w in expected]}")
+        for weight, weight_name in zip(expected, weight_names, strict=True):
+            value = read_array(layer_group, weight_name, filepath)
+            if value.shape != weight.shape:
+                raise ValueError(f"load_model: {filepath}: '{name}/{weight_name}' has shape "
+                                 f"{value.shape}, {layer.context} expects {weight.shape} for "
+                                 f"'{weight.name}'")
+            assignments.append((weight, value))
+    for weight, value in assignments:
+        weight.assign(value)
+
+
+def _load_optimizer(model, h5, filepath):
+    group = get_group(h5, "optimizer_weights", filepath)
+    names = _attribute(group, "weight_names", filepath) or []
+    values = [read_array(group, name, filepath) for name in names]
+    optimizer = model.optimizer
+    if names and os.path.basename(names[0]).startswith("iter:"):
+        values = _from_keras2_order(model, names, values)
+    problem = check_keras_variables(model, values, f"load_model: {filepath}") if values \
+        else "no optimizer weights"
+    if problem is not None:
+        warnings.warn(f"Skipping variable loading for optimizer '{optimizer.name}': "
+                      f"{problem}", stacklevel=4)
+        return
+    set_keras_variables(model, values)
+
+
+def _from_keras2_order(model, names, values):
+    """tf.keras's [iter, slot by slot] as Keras 3's [iteration, learning_rate, interleaved]."""
+    optimizer = model.optimizer
+    head = [values[0]]
+    if optimizer._schedule is None:
+        head.append(np.asarray(float(np.asarray(optimizer.learning_rate)), np.float32))
+    rest = values[1:]
+    groups = slot_order(optimizer, optimizer._updater.slot_names())
+    count = len(model.trainable_weights)
+    if not rest or len(rest) != sum(len(g) for g in groups) * count:
+        return head + rest  # the count check reports it (or there are no slots)
+    by_slot, offset = {}, 0
+    for group in groups:
+        for name in group:
+            by_slot[name] = rest[offset:offset + count]
+            offset += count
+    ordered = []
+    for group in groups:
+        for index in range(count):
+            ordered.extend(by_slot[name][index] for name in group)
+    return head + ordered

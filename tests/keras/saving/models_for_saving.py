@@ -23,13 +23,15 @@ def resnet_block(K, data_format="channels_last"):
     axis = -1 if data_format == "channels_last" else 1
     shape = (8, 8, 3) if data_format == "channels_last" else (3, 8, 8)
     inputs = K.Input(shape)
-    x = K.layers.Conv2D(4, 3, padding="same", data_format=data_format)(inputs)
+    # no bias before a BatchNormalization (as ResNets): its gradient would be rounding noise,
+    # which Adam blows up differently in each framework
+    x = K.layers.Conv2D(4, 3, padding="same", use_bias=False, data_format=data_format)(inputs)
     x = K.layers.BatchNormalization(axis=axis)(x)
     x = K.layers.Activation("relu")(x)
-    y = K.layers.Conv2D(4, 3, padding="same", data_format=data_format)(x)
+    y = K.layers.Conv2D(4, 3, padding="same", use_bias=False, data_format=data_format)(x)
     y = K.layers.BatchNormalization(axis=axis)(y)
     x = K.layers.Activation("relu")(K.layers.Add()([x, y]))
-    x = K.layers.AveragePooling2D(data_format=data_format)(x)
+    x = K.layers.AveragePooling2D(2, data_format=data_format)(x)
     x = K.layers.Flatten(data_format=data_format)(x)
     outputs = K.layers.Dense(3, activation="softmax")(x)
     return K.Model(inputs, outputs)
