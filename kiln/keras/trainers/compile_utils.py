@@ -18,7 +18,11 @@ from .. import metrics as metrics_module
 
 
 def output_names(model):
-    """Keras' model.output_names: the layer producing each output, in flattened order."""
+    """The names losses, metrics and dict labels use for each output, in flattened order: the
+    keys of a dict of outputs (as Keras), else the layer producing each output."""
+    structure = getattr(model, "_output_structure", None)
+    if isinstance(structure, dict) and len(structure) == len(model.outputs):
+        return sorted(structure)
     names = []
     for tensor in model.outputs:
         history = getattr(tensor, "_keras_history", None)
@@ -81,6 +85,11 @@ class CompileLoss:
             self.entries.append((index, loss, 1.0 if weight is None else float(weight), name))
         if not self.entries:
             raise ValueError("compile: argument loss gives no output a loss")
+        if isinstance(self.user_loss, dict) and isinstance(
+                getattr(model, "_output_structure", None), dict):
+            # Keras walks a loss dict over a dict of outputs in the dict's own order
+            order = list(self.user_loss)
+            self.entries.sort(key=lambda entry: order.index(entry[3]))
         self.several = len(self.entries) > 1
         self.metric_names = [f"{name}_loss" for _, _, _, name in self.entries] \
             if self.several else []

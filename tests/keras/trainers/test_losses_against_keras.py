@@ -161,3 +161,21 @@ def test_two_outputs_with_one_sample_weight_array_each():
         labels, batch_size=4, validation=False,
         fit_args=lambda rng, n, y: dict(sample_weight=[
             rng.uniform(0, 2, n).astype(np.float32), rng.uniform(0, 2, n).astype(np.float32)]))
+
+
+def test_dict_outputs_use_their_keys():
+    """Keras names losses and metrics of a dict of outputs by its keys, not layer names."""
+    def build(K):
+        inputs = K.Input((6,))
+        x = K.layers.Dense(5, activation="tanh")(inputs)
+        return K.Model(inputs, {"zz": K.layers.Dense(3, activation="softmax", name="cls")(x),
+                                "aa": K.layers.Dense(1, name="reg")(x)})
+
+    def labels(rng, n):
+        return {"zz": np.eye(3, dtype=np.float32)[rng.integers(0, 3, n)],
+                "aa": rng.normal(size=(n, 1)).astype(np.float32)}
+
+    check_fit_against_keras(
+        build, lambda K: dict(loss={"zz": "categorical_crossentropy", "aa": "mse"},
+                              loss_weights={"zz": 1.0, "aa": 0.5},
+                              metrics={"zz": ["accuracy"], "aa": ["mae"]}), labels)
