@@ -6,7 +6,7 @@ from ..binding.memory import MemoryDesc, layout_key, to_dims
 from ..binding.primitive import PrimitiveDesc, default_attributes
 from .base import Op
 from .conv2d import conv_output_length, same_padding
-from .eltwise import ACTIVATIONS, eltwise_backward
+from .eltwise import FUSABLE, eltwise_backward, spec
 
 ALGORITHMS = {"max": dnnl.pooling_max, "avg": dnnl.pooling_avg_exclude_padding}
 
@@ -72,10 +72,11 @@ class Pooling2D(Op):
             args[dnnl.ARG_WORKSPACE] = builder.allocate(workspace_desc)
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
 
-        # max(f(z)) = f(max(z)) for the monotone activations conv fuses, and max pooling routes
+        # max(f(z)) = f(max(z)) for the non-decreasing activations conv fuses, and max pooling routes
         # the gradient to the argmax only: so the activation's derivative can be applied to the
         # pooled gradient (4x smaller for 2x2) from the pooled output, exactly.
-        activation = x.activation if self.mode == "max" and x.activation in ACTIVATIONS else None
+        activation = (x.activation if self.mode == "max" and x.activation in FUSABLE
+                      and spec(x.activation).monotone else None)
         if activation is not None:
             x.activation_grad_applied_downstream = True
 

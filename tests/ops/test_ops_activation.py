@@ -92,7 +92,7 @@ def test_activation_relu_gradient_masks_negative_inputs():
 
 def test_unknown_activation_is_rejected():
     with pytest.raises(ValueError, match="activation must be one of"):
-        Activation("a", "gelu")
+        Activation("a", "sparsemax")
 
 
 def test_softmax_after_flatten_is_rejected():

@@ -1,0 +1,71 @@
+"""Softmax (and log-softmax) over one axis, as oneDNN softmax forward / backward.
+
+The axis is a Keras axis (of the shape Keras shows); oneDNN works on logical dims (N, C, H, W),
+so a channels_last 4D tensor's Keras axes (N, H, W, C) map to logical (0, 2, 3, 1). It runs in
+the input's layout, blocked or not.
+"""
+
+from ..binding import constants as dnnl
+from ..binding.memory import layout_key
+from ..binding.primitive import PrimitiveDesc, default_attributes
+from .base import Op
+
+ALGORITHMS = {"softmax": dnnl.softmax_accurate, "log_softmax": dnnl.softmax_log}
+# Keras axis of a channels_last 4D tensor -> logical axis
+_CHANNELS_LAST_AXES = (0, 2, 3, 1)
+
+
+def logical_axis(axis, rank, data_format, context):
+    """The logical axis of Keras axis `axis` (negative counts from the end) of a rank-`rank`
+    tensor; the batch axis is refused."""
+    if not isinstance(axis, int) or not -rank <= axis < rank or axis % rank == 0:
+        raise ValueError(f"{context}: argument axis must be an int in [1, {rank - 1}] or "
+                         f"[-{rank - 1}, -1] (not the batch axis), got {axis!r}")
+    axis %= rank
+    if rank == 4 and data_format == "channels_last":
+        return _CHANNELS_LAST_AXES[axis]
+    return axis
+
+
+class Softmax(Op):
+    """Args: name, axis (Keras axis, default -1), kind ('softmax' or 'log_softmax')."""
+
+    def __init__(self, name, axis=-1, kind="softmax"):
+        self.name, self.axis, self.kind = name, axis, kind
+
+    def output_dims(self, input_dims):
+        return tuple(input_dims)
+
+    def forward(self, builder, x, need_input_grad=True):
+        context = f"Softmax '{self.name}'"
+        if x.flattened:
+            raise ValueError(f"{context}: {self.kind} over a flattened 4D tensor is not "
+                             "supported; apply it after a Dense layer")
+        axis = logical_axis(self.axis, len(x.dims), x.data_format, context)
+        alg = ALGORITHMS[self.kind]
+        desc = x.memory.desc
+        key = (builder.prop_kind, alg, layout_key(desc), axis)
+        shapes = f"{self.kind} '{self.name}' {desc} axis {axis}"
+        fwd = builder.primitive(("softmax fwd", *key), lambda: PrimitiveDesc(
+            "dnnl_softmax_forward_primitive_desc_create", "softmax forward", shapes,
+            builder.prop_kind, alg, desc.handle, desc.handle, axis,
+            default_attributes().handle))
+        output = builder.allocate(desc)
+        builder.add_forward(builder.bind(fwd, {dnnl.ARG_SRC: x.memory, dnnl.ARG_DST: output},
+                                         f"{self.name} {self.kind}"))
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            bwd = builder.primitive(("softmax bwd", *key), lambda: PrimitiveDesc(
+                "dnnl_softmax_backward_primitive_desc_create", "softmax backward", shapes,
+                alg, desc.handle, desc.handle, desc.handle, axis, fwd.pd.handle,
+                default_attributes().handle))
+            grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
+            input_grad = builder.allocate(desc)
+            builder.add_backward(builder.bind(bwd, {dnnl.ARG_DST: output, dnnl.ARG_DIFF_DST: grad,
+                                                    dnnl.ARG_DIFF_SRC: input_grad},
+                                              f"{self.name} {self.kind} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward
