@@ -115,6 +115,13 @@ DECLARATIONS = {
     # (post_ops, scale, zero_point, data_type): dst = conv(...) + scale * dst_before
     "dnnl_post_ops_append_sum": (status_t, [H, c_float, c_int32, c_int]),
     "dnnl_matmul_primitive_desc_create": (status_t, [PH, H, H, H, H, H, H]),
+    "dnnl_prelu_forward_primitive_desc_create": (status_t, [PH, H, c_int, H, H, H, H]),
+    "dnnl_prelu_backward_primitive_desc_create": (status_t, [PH, H, H, H, H, H, H, H, H]),
+    "dnnl_resampling_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, POINTER(c_float), H, H, H]),
+    "dnnl_resampling_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, POINTER(c_float), H, H, H, H]),
+    "dnnl_reduction_primitive_desc_create": (status_t, [PH, H, c_int, H, H, c_float, c_float, H]),
     "dnnl_sgemm": (status_t, [c_char, c_char, dim_t, dim_t, dim_t, c_float, c_void_p, dim_t,
                               c_void_p, dim_t, c_float, c_void_p, dim_t]),
 }
