@@ -201,7 +201,8 @@ def _header_kind(text, pointers, enums):
         return "float"
     if "char" in words:
         return "char"
-    if "unsigned" in words or "int" in words or any(word in enums for word in words):
+    if ("unsigned" in words or "int" in words or "int32_t" in words
+            or any(word in enums for word in words)):
         return "int32"
     raise AssertionError(f"unclassified C type {text!r}")
 
