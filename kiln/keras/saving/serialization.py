@@ -186,6 +186,8 @@ def deserialize_layer(config, custom_objects=None, safe_mode=True, where="config
     """A layer or model from its Keras 3 (or Keras 2: no 'module') config."""
     cls = layer_class(config, custom_objects, safe_mode, where)
     inner = config.get("config")
+    if config["class_name"] == "Sequential" and isinstance(inner, list):
+        inner = {"layers": inner}  # Keras 2.0 / 2.1 wrote a Sequential's config as its layers
     if not isinstance(inner, dict):
         raise ValueError(f"{where}: the config of class {config['class_name']} must be a dict, "
                          f"got {_short(inner)}")
