@@ -1,7 +1,8 @@
 """The loss part of a step plan: which node each loss head reads, and the head calls.
 
 A cross-entropy head applies the model's final softmax / sigmoid itself when it can (the
-activation's output is read by no one but the loss): an `Activation` node is then skipped and
+activation's output is read by no one but the loss): an `Activation` node (or a `Softmax` over
+the last axis of a (batch, classes) output) is then skipped and
 the head reads its input; an activation fused into a Dense is taken out of that Dense for the
 plan (same weights, no eltwise post-op). Whatever layer precedes the activation, the head
 gets logits and computes p - y directly.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ops import Activation, Dense
+from ..ops.softmax import Softmax
 
 
 @dataclass
@@ -66,7 +68,10 @@ def resolve(graph, losses, batch_size):
                         ones=np.ones(batch_size, np.float32), logits_tensor=tensor)
         if node is not None and not shared:
             op = node.op
-            if isinstance(op, Activation) and head.can_fuse(op.activation):
+            if isinstance(op, Activation) and head.can_fuse(op.activation) or (
+                    isinstance(op, Softmax) and op.kind == "softmax"
+                    and len(tensor.dims) == 2 and op.axis in (-1, 1)
+                    and head.can_fuse("softmax")):
                 view.skip, view.logits_tensor, view.fused = node, node.inputs[0], True
             elif isinstance(op, Dense) and head.can_fuse(op.activation):
                 bare = copy.copy(op)
