@@ -18,6 +18,22 @@ from .accuracy_metrics import (
     top_k_categorical_accuracy,
 )
 from .confusion_metrics import AUC, Precision, Recall
+from .function_metrics import (
+    Accuracy,
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    CosineSimilarity,
+    Hinge,
+    KLDivergence,
+    LogCoshError,
+    MeanAbsolutePercentageError,
+    MeanSquaredLogarithmicError,
+    Poisson,
+    SparseCategoricalCrossentropy,
+    SquaredHinge,
+    accuracy,
+    cosine_similarity,
+)
 from .metric import Metric
 from .reduction_metrics import Mean, MeanMetricWrapper
 from .regression_metrics import MeanAbsoluteError, MeanSquaredError, RootMeanSquaredError
@@ -38,9 +54,12 @@ log_cosh = logcosh = _loss_functions.log_cosh
 # string -> class or function, as keras.metrics.get (class names, snake-case names, the
 # Keras 2 short names)
 _CLASSES = {cls.__name__: cls for cls in (
-    AUC, BinaryAccuracy, CategoricalAccuracy, Mean, MeanAbsoluteError, MeanSquaredError,
-    Precision, Recall, RootMeanSquaredError, SparseCategoricalAccuracy,
-    SparseTopKCategoricalAccuracy, TopKCategoricalAccuracy)}
+    AUC, Accuracy, BinaryAccuracy, BinaryCrossentropy, CategoricalAccuracy,
+    CategoricalCrossentropy, CosineSimilarity, Hinge, KLDivergence, LogCoshError, Mean,
+    MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredError,
+    MeanSquaredLogarithmicError, Poisson, Precision, Recall, RootMeanSquaredError,
+    SparseCategoricalAccuracy, SparseCategoricalCrossentropy, SparseTopKCategoricalAccuracy,
+    SquaredHinge, TopKCategoricalAccuracy)}
 _NAMES = {"auc": AUC, "precision": Precision, "recall": Recall, "mean": Mean,
           "mse": MeanSquaredError, "MSE": MeanSquaredError,
           "mean_squared_error": MeanSquaredError, "mae": MeanAbsoluteError,
@@ -57,7 +76,8 @@ _FUNCTIONS = {"mape": mape, "MAPE": mape, "mean_absolute_percentage_error": mape
               "categorical_crossentropy": categorical_crossentropy,
               "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
               "hinge": hinge, "squared_hinge": squared_hinge, "kl_divergence": kl_divergence,
-              "poisson": poisson, "log_cosh": log_cosh, "logcosh": log_cosh}
+              "poisson": poisson, "log_cosh": log_cosh, "logcosh": log_cosh,
+              "cosine_similarity": cosine_similarity}
 # functions whose class computes them with a kernel
 _FUNCTION_CLASSES = {categorical_accuracy: CategoricalAccuracy,
                      sparse_categorical_accuracy: SparseCategoricalAccuracy,
@@ -93,9 +113,13 @@ def get(identifier):
                      f"objects, got {identifier!r}")
 
 
-__all__ = ["AUC", "BinaryAccuracy", "CategoricalAccuracy", "Mean", "MeanAbsoluteError",
-           "MeanMetricWrapper", "MeanSquaredError", "Metric", "Precision", "Recall",
-           "RootMeanSquaredError", "SparseCategoricalAccuracy",
-           "SparseTopKCategoricalAccuracy", "TopKCategoricalAccuracy", "binary_accuracy",
-           "categorical_accuracy", "get", "sparse_categorical_accuracy",
-           "sparse_top_k_categorical_accuracy", "top_k_categorical_accuracy"]
+__all__ = ["AUC", "Accuracy", "BinaryAccuracy", "BinaryCrossentropy", "CategoricalAccuracy",
+           "CategoricalCrossentropy", "CosineSimilarity", "Hinge", "KLDivergence",
+           "LogCoshError", "Mean", "MeanAbsoluteError", "MeanAbsolutePercentageError",
+           "MeanMetricWrapper", "MeanSquaredError", "MeanSquaredLogarithmicError", "Metric",
+           "Poisson", "Precision", "Recall", "RootMeanSquaredError",
+           "SparseCategoricalAccuracy", "SparseCategoricalCrossentropy",
+           "SparseTopKCategoricalAccuracy", "SquaredHinge", "TopKCategoricalAccuracy",
+           "accuracy", "binary_accuracy", "categorical_accuracy", "cosine_similarity", "get",
+           "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy",
+           "top_k_categorical_accuracy"]

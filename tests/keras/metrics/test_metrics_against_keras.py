@@ -35,6 +35,9 @@ def batches(kind, seed):
         elif kind == "binary":
             yield ((rng.random((N, K)) > 0.5).astype(np.float32),
                    rng.random((N, K)).astype(np.float32), weights)
+        elif kind == "binary_rounded":  # predictions that sometimes equal the labels
+            yield ((rng.random((N, K)) > 0.5).astype(np.float32),
+                   (rng.random((N, K)) > 0.5).astype(np.float32), weights)
         else:
             yield (rng.normal(size=(N, K)).astype(np.float32),
                    rng.normal(size=(N, K)).astype(np.float32), weights)
@@ -58,6 +61,20 @@ CASES = {
     "auc_pr_minoring": (lambda K: K.metrics.AUC(curve="PR", summation_method="minoring"),
                         "binary"),
     "auc_pr_interpolation": (lambda K: K.metrics.AUC(curve="PR"), "binary"),
+    "binary_crossentropy": (lambda K: K.metrics.BinaryCrossentropy(), "binary"),
+    "categorical_crossentropy": (lambda K: K.metrics.CategoricalCrossentropy(
+        label_smoothing=0.1), "categorical"),
+    "sparse_categorical_crossentropy": (lambda K: K.metrics.SparseCategoricalCrossentropy(),
+                                        "sparse"),
+    "kl_divergence": (lambda K: K.metrics.KLDivergence(), "categorical"),
+    "poisson": (lambda K: K.metrics.Poisson(), "binary"),
+    "hinge": (lambda K: K.metrics.Hinge(), "binary"),
+    "squared_hinge": (lambda K: K.metrics.SquaredHinge(), "binary"),
+    "mape": (lambda K: K.metrics.MeanAbsolutePercentageError(), "regression"),
+    "msle": (lambda K: K.metrics.MeanSquaredLogarithmicError(), "binary"),
+    "logcosh": (lambda K: K.metrics.LogCoshError(), "regression"),
+    "cosine_similarity": (lambda K: K.metrics.CosineSimilarity(), "regression"),
+    "accuracy_exact": (lambda K: K.metrics.Accuracy(), "binary_rounded"),
     "auc_roc_majoring_50": (lambda K: K.metrics.AUC(num_thresholds=50,
                                                     summation_method="majoring"), "binary"),
 }
