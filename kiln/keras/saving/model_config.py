@@ -265,11 +265,16 @@ def compile_from_config(model, config, custom_objects=None):
     optimizer = config.get("optimizer", "rmsprop")
     if isinstance(optimizer, dict):
         optimizer = optimizers.deserialize(optimizer, custom_objects)
-    model.compile(optimizer=optimizer,
-                  loss=each(config.get("loss"), deserialize_loss),
-                  loss_weights=config.get("loss_weights"),
-                  metrics=each(config.get("metrics"), deserialize_metric),
-                  weighted_metrics=each(config.get("weighted_metrics"), deserialize_metric))
+    try:
+        model.compile(optimizer=optimizer,
+                      loss=each(config.get("loss"), deserialize_loss),
+                      loss_weights=config.get("loss_weights"),
+                      metrics=each(config.get("metrics"), deserialize_metric),
+                      weighted_metrics=each(config.get("weighted_metrics"),
+                                            deserialize_metric))
+    except (ValueError, TypeError):
+        model.compiled = False  # compile() may fail after marking the model compiled
+        raise
 
 
 def has_graph(model):

@@ -1,0 +1,155 @@
+"""`model.to_json()` / `keras.models.model_from_json()` both ways with real Keras, and user
+objects: a metric function registered with `register_keras_serializable` (or passed in
+`custom_objects`) saves and loads on both sides; what kiln cannot run is refused by name (an
+unregistered function at save time, a custom layer class, a custom loss function leaves the
+loaded model uncompiled with a warning, as Keras does)."""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the shared real-Keras helper
+sys.path.insert(0, str(Path(__file__).parent))
+
+import keras_oracle  # noqa: E402
+import models_for_saving  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from kiln import keras as kk  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("kiln_keras_env")
+
+
+@kk.saving.register_keras_serializable(package="saving_tests")
+def mean_prediction(y_true, y_pred):
+    return np.mean(y_pred, axis=-1)
+
+
+def _keras_mean_prediction(keras):
+    @keras.saving.register_keras_serializable(package="saving_tests", name="mean_prediction")
+    def mean_prediction(y_true, y_pred):
+        return keras.ops.mean(y_pred, axis=-1)
+
+    return mean_prediction
+
+
+@pytest.mark.parametrize("name", sorted(models_for_saving.BUILDERS))
+def test_json_both_ways(name):
+    keras = keras_oracle.real_keras()
+    ours = models_for_saving.BUILDERS[name](kk)
+    text = ours.to_json()
+    assert set(json.loads(text)) == {"module", "class_name", "config", "registered_name",
+                                     "build_config"}
+    theirs = keras.models.model_from_json(text)
+    assert [layer.name for layer in theirs.layers] == [layer.name for layer in ours.layers]
+    theirs.set_weights(ours.get_weights())
+    x, _ = models_for_saving.data()
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    back = kk.models.model_from_json(theirs.to_json())
+    assert [layer.name for layer in back.layers] == [layer.name for layer in ours.layers]
+    assert [w.shape for w in back.weights] == [w.shape for w in ours.weights]
+
+
+def test_model_from_json_refuses_bad_text():
+    with pytest.raises(ValueError, match="not valid JSON"):
+        kk.models.model_from_json("{nope")
+    with pytest.raises(ValueError, match="class_name"):
+        kk.models.model_from_json("[1, 2]")
+
+
+def test_registered_metric_function_saves_and_loads_both_ways(tmp_path):
+    keras = keras_oracle.real_keras()
+    theirs_metric = _keras_mean_prediction(keras)
+    x, y = models_for_saving.data()
+    model = models_for_saving.sequential_cnn(kk)
+    model.compile(optimizer="adam", loss="categorical_crossentropy",
+                  metrics=["accuracy", mean_prediction])
+    model.fit(x, y, batch_size=8, verbose=0)
+    model.save(tmp_path / "custom.keras")
+    loaded = kk.models.load_model(tmp_path / "custom.keras")
+    assert loaded._compile_metrics.user_metrics == ["accuracy", mean_prediction]
+    assert loaded.evaluate(x, y, verbose=0, return_dict=True) == \
+        pytest.approx(model.evaluate(x, y, verbose=0, return_dict=True))
+    theirs = keras.models.load_model(tmp_path / "custom.keras")
+    scores = theirs.evaluate(x, y, verbose=0, return_dict=True)
+    assert scores["mean_prediction"] == pytest.approx(1 / 3, rel=1e-5)
+    assert theirs.compiled
+    del theirs_metric
+
+
+def test_custom_objects_resolve_an_unregistered_name(tmp_path):
+    keras = keras_oracle.real_keras()
+
+    @keras.saving.register_keras_serializable(package="elsewhere", name="half")
+    def half(y_true, y_pred):
+        return keras.ops.mean(y_pred, axis=-1) * 0.5
+
+    x, y = models_for_saving.data()
+    theirs = models_for_saving.sequential_cnn(keras)
+    theirs.compile(optimizer="adam", loss="categorical_crossentropy", metrics=[half])
+    theirs.fit(x, y, batch_size=8, verbose=0)
+    theirs.save(tmp_path / "half.keras")
+
+    def half(y_true, y_pred):  # noqa: F811 (kiln's own version of Keras's function)
+        return np.mean(y_pred, axis=-1) * 0.5
+
+    kiln_half = half
+
+    with pytest.warns(UserWarning, match="elsewhere>half"):  # unknown: left uncompiled
+        assert not kk.models.load_model(tmp_path / "half.keras").compiled
+    loaded = kk.models.load_model(tmp_path / "half.keras",
+                                  custom_objects={"elsewhere>half": kiln_half})
+    assert loaded.evaluate(x, y, verbose=0, return_dict=True)["half"] == \
+        pytest.approx(1 / 6, rel=1e-5)
+    with kk.saving.custom_object_scope({"elsewhere>half": kiln_half}):
+        assert kk.models.load_model(tmp_path / "half.keras").compiled
+
+
+def test_unregistered_function_is_refused_before_writing(tmp_path):
+    def my_metric(y_true, y_pred):
+        return np.mean(y_pred, axis=-1)
+
+    model = models_for_saving.sequential_cnn(kk)
+    model.compile(optimizer="adam", loss="categorical_crossentropy", metrics=[my_metric])
+    with pytest.raises(ValueError, match="my_metric.*register_keras_serializable"):
+        model.save(tmp_path / "m.keras")
+    assert not (tmp_path / "m.keras").exists()
+
+
+def test_custom_loss_leaves_the_loaded_model_uncompiled(tmp_path):
+    keras = keras_oracle.real_keras()
+
+    @keras.saving.register_keras_serializable(package="saving_tests", name="my_loss")
+    def my_loss(y_true, y_pred):
+        return keras.ops.mean((y_true - y_pred) ** 2, axis=-1)
+
+    @kk.saving.register_keras_serializable(package="saving_tests", name="my_loss")
+    def kiln_loss(y_true, y_pred):
+        return np.mean((y_true - y_pred) ** 2, axis=-1)
+
+    theirs = models_for_saving.sequential_cnn(keras)
+    theirs.compile(optimizer="adam", loss=my_loss)
+    theirs.save(tmp_path / "loss.keras")
+    with pytest.warns(UserWarning, match="could not be compiled.*no kiln step kernel"):
+        ours = kk.models.load_model(tmp_path / "loss.keras")
+    assert not ours.compiled
+    x, _ = models_for_saving.data()
+    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_custom_layer_is_refused_by_class_name(tmp_path):
+    keras = keras_oracle.real_keras()
+
+    @keras.saving.register_keras_serializable(package="saving_tests")
+    class Doubler(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs * 2
+
+    inputs = keras.Input((4,))
+    theirs = keras.Model(inputs, keras.layers.Dense(2)(Doubler(name="twice")(inputs)))
+    theirs.save(tmp_path / "layer.keras")
+    with pytest.raises(ValueError, match=r"layer 'twice' \(class Doubler\).*keras.ops"):
+        kk.models.load_model(tmp_path / "layer.keras")
