@@ -10,6 +10,7 @@ import copy
 
 from ... import ops
 from ...graph.symbolic import apply
+from ...ops.flatten import FlattenToMatrix
 from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
@@ -90,6 +91,8 @@ class BatchNormalization(Layer):
     def build(self, input_shape):
         self._check_axis(self._input_tensor)
         dims = self._input_tensor.dims
+        if self._input_tensor.flattened:  # after Flatten: one statistic per feature, as Keras
+            dims = FlattenToMatrix(self.name).output_dims(dims)
         channels = dims[1]
         parameters = self.op.parameter_dims(dims)
         state = self.op.state_dims(dims)
@@ -110,6 +113,8 @@ class BatchNormalization(Layer):
 
     def call(self, inputs, training=None):
         self._check_axis(inputs)
+        if inputs.flattened:
+            inputs = apply(FlattenToMatrix(f"{self.name}/features"), inputs, flattened=False)
         # training=True asks for batch statistics: that is what training plans use anyway
         return apply(self._inference_op if training is False else self.op, inputs)
 
