@@ -6,8 +6,10 @@ from .batch_normalization import BatchNormalization
 from .conv2d import Conv2D
 from .dense import Dense
 from .dropout import Dropout
+from .elu import ELU
 from .flatten import Flatten
 from .input_layer import Input, InputLayer
+from .leaky_relu import LeakyReLU
 from .merge import (
                     Add,
                     Average,
@@ -25,6 +27,9 @@ from .merge import (
                     subtract,
 )
 from .pooling import AveragePooling2D, MaxPooling2D
+from .prelu import PReLU
+from .relu import ReLU
+from .softmax import Softmax
 
 Convolution2D = Conv2D
 MaxPool2D = MaxPooling2D
@@ -35,3 +40,5 @@ __all__ = ["Activation", "Add", "AveragePooling2D", "Average", "AvgPool2D",
            "Flatten", "Input", "InputLayer", "Layer", "MaxPool2D", "MaxPooling2D", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
            "minimum", "multiply", "subtract"]
+# the activation, pooling, shape and noise layers
+__all__ += ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax"]
