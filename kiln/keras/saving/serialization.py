@@ -107,6 +107,9 @@ def serialize_keras_object(obj):
 
     own = type(obj).__name__ in _layer_table() or type(obj).__name__ in (
         "Sequential", "Functional")
+    if type(obj).__name__ == "Functional" and not registered:
+        # where Keras 3 keeps the class, under the name it registers it with
+        config["module"], config["registered_name"] = "keras.src.models.functional", "Functional"
     if isinstance(obj, Layer) and not own and not registered and not isinstance(obj, Model):
         raise ValueError(f"serialize_keras_object: the layer {obj.context} is of class "
                          f"{type(obj).__name__}, which is not one of kiln's layers; register "
