@@ -8,6 +8,7 @@ from .dense import Dense
 from .dropout import Dropout
 from .elu import ELU
 from .flatten import Flatten
+from .global_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
 from .input_layer import Input, InputLayer
 from .leaky_relu import LeakyReLU
 from .merge import (
@@ -41,4 +42,7 @@ __all__ = ["Activation", "Add", "AveragePooling2D", "Average", "AvgPool2D",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
            "minimum", "multiply", "subtract"]
 # the activation, pooling, shape and noise layers
-__all__ += ["ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax"]
+GlobalAvgPool2D = GlobalAveragePooling2D
+GlobalMaxPool2D = GlobalMaxPooling2D
+__all__ += ["ELU", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",
+            "GlobalMaxPooling2D", "LeakyReLU", "PReLU", "ReLU", "Softmax"]
