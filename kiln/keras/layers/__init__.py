@@ -3,8 +3,11 @@
 from .activation import Activation
 from .base_layer import Layer
 from .batch_normalization import BatchNormalization
+from .conv1d import Conv1D
 from .conv2d import Conv2D
+from .conv2d_transpose import Conv2DTranspose
 from .dense import Dense
+from .depthwise_conv2d import DepthwiseConv2D
 from .dropout import Dropout
 from .elu import ELU
 from .flatten import Flatten
@@ -30,14 +33,20 @@ from .merge import (
 from .pooling import AveragePooling2D, MaxPooling2D
 from .prelu import PReLU
 from .relu import ReLU
+from .separable_conv2d import SeparableConv2D
 from .softmax import Softmax
 
+Convolution1D = Conv1D
 Convolution2D = Conv2D
+Convolution2DTranspose = Conv2DTranspose
+SeparableConvolution2D = SeparableConv2D
 MaxPool2D = MaxPooling2D
 AvgPool2D = AveragePooling2D
 
 __all__ = ["Activation", "Add", "AveragePooling2D", "Average", "AvgPool2D",
-           "BatchNormalization", "Concatenate", "Conv2D", "Convolution2D", "Dense", "Dropout",
+           "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+           "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Dense",
+           "DepthwiseConv2D", "Dropout", "SeparableConv2D", "SeparableConvolution2D",
            "Flatten", "Input", "InputLayer", "Layer", "MaxPool2D", "MaxPooling2D", "Maximum",
            "Minimum", "Multiply", "Subtract", "add", "average", "concatenate", "maximum",
            "minimum", "multiply", "subtract"]

@@ -1,8 +1,53 @@
-"""Conv2D layer (`keras.layers.Conv2D`)."""
+"""Conv2D layer (`keras.layers.Conv2D`), and the argument checks the other convolution layers
+(DepthwiseConv2D, SeparableConv2D, Conv2DTranspose, Conv1D) share with it."""
 
 from ... import ops
 from .. import activations, backend, initializers
 from .base_layer import Layer, check_choice, is_integer, pair
+
+
+def positive_int(value, context, argument):
+    if not is_integer(value) or value <= 0:
+        raise ValueError(f"{context}: argument {argument} must be a positive int, "
+                         f"got {value!r}")
+    return int(value)
+
+
+def positive_pair(value, context, argument):
+    """An int or pair of ints, none of them 0 or negative (Keras refuses 0)."""
+    values = pair(value, context, argument)
+    if min(values) <= 0:
+        raise ValueError(f"{context}: argument {argument} must hold positive ints, "
+                         f"got {value!r}")
+    return values
+
+
+def check_strides_with_dilation(strides, dilation_rate, context):
+    """Keras refuses strides > 1 together with dilation_rate > 1 in Conv1D / Conv2D /
+    Conv2DTranspose."""
+    if max(strides) > 1 and max(dilation_rate) > 1:
+        raise ValueError(f"{context}: strides > 1 is not supported together with "
+                         f"dilation_rate > 1 (as in Keras), got strides={strides} and "
+                         f"dilation_rate={dilation_rate}")
+
+
+def channels_of(input_shape, data_format, context):
+    channels = input_shape[-1] if data_format == "channels_last" else input_shape[1]
+    if channels is None:
+        raise ValueError(f"{context}: the channel axis of the input must be known, got shape "
+                         f"{tuple(input_shape)}")
+    return int(channels)
+
+
+def check_groups(groups, channels, context):
+    if channels % groups:
+        raise ValueError(f"{context}: the input's {channels} channels must be divisible by "
+                         f"argument groups={groups}")
+
+
+def fused_activation(layer):
+    """The activation the op runs as a post-op (the layer applies any other one after)."""
+    return layer.activation if layer.activation in ops.FUSABLE else None
 
 
 class Conv2D(Layer):
@@ -15,7 +60,9 @@ class Conv2D(Layer):
         padding: 'valid' or 'same'.
         data_format: 'channels_last' (default from keras.json) or 'channels_first'; only the
             order of the user's axes, never the speed.
-        dilation_rate: only 1 is supported.
+        dilation_rate: int or pair (not with strides > 1, as in Keras).
+        groups: split input and output channels into `groups` convolutions (the kernel is
+            (kh, kw, in / groups, filters)).
         activation: name or function (relu, tanh, sigmoid fuse; softmax runs after).
         use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint: as in
@@ -33,29 +80,25 @@ class Conv2D(Layer):
         super().__init__(**kwargs)
         self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
                                        bias_constraint)
-        if not is_integer(filters) or filters <= 0:
-            raise ValueError(f"{self.context}: argument filters must be a positive int, "
-                             f"got {filters!r}")
-        self.filters = int(filters)
-        self.kernel_size = pair(kernel_size, self.context, "kernel_size")
-        self.strides = pair(strides, self.context, "strides")
+        self.filters = positive_int(filters, self.context, "filters")
+        self.kernel_size = positive_pair(kernel_size, self.context, "kernel_size")
+        self.strides = positive_pair(strides, self.context, "strides")
         self.padding = check_choice(padding, ("valid", "same"), self.context, "padding")
         self.data_format = backend.normalize_data_format(data_format, self.context)
-        if pair(dilation_rate, self.context, "dilation_rate") != (1, 1):
-            raise ValueError(f"{self.context}: argument dilation_rate must be 1 (dilated "
-                             f"convolutions are not supported yet), got {dilation_rate!r}")
-        if groups != 1:
-            raise ValueError(f"{self.context}: argument groups must be 1 (grouped convolutions "
-                             f"are not supported yet), got {groups!r}")
+        self.dilation_rate = positive_pair(dilation_rate, self.context, "dilation_rate")
+        check_strides_with_dilation(self.strides, self.dilation_rate, self.context)
+        self.groups = positive_int(groups, self.context, "groups")
+        if self.filters % self.groups:
+            raise ValueError(f"{self.context}: argument filters={self.filters} must be "
+                             f"divisible by argument groups={self.groups}")
         self.activation = activations.get_name(activation, self.context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(
             kernel_initializer, self.context, "kernel_initializer")
         self.bias_initializer = initializers.get(
             bias_initializer, self.context, "bias_initializer")
-        fused = self.activation if self.activation in ops.FUSABLE else None
         self.op = ops.Conv2D(self.name, filters, self.kernel_size, self.strides, self.padding,
-                             fused, use_bias)
+                             fused_activation(self), use_bias, self.dilation_rate, self.groups)
 
     def build(self, input_shape):
         if len(input_shape) != 4:
@@ -64,8 +107,9 @@ class Conv2D(Layer):
                              f"{input_shape}")
         dims = self.op.parameter_dims(self._input_tensor.dims)
         channels = self._input_tensor.dims[1]
+        check_groups(self.groups, channels, self.context)
         kh, kw = self.kernel_size
-        self.add_kernel_and_bias((kh, kw, channels, self.filters), dims)
+        self.add_kernel_and_bias((kh, kw, channels // self.groups, self.filters), dims)
 
     def call(self, inputs):
         return self.apply_with_activation(self.op, inputs)
@@ -75,7 +119,7 @@ class Conv2D(Layer):
         return {**base, "filters": self.filters,
                 "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding, "data_format": self.data_format,
-                "dilation_rate": (1, 1), "groups": 1,
+                "dilation_rate": self.dilation_rate, "groups": self.groups,
                 "activation": self.activation, "use_bias": self.use_bias,
                 # Keras's convolutions always write the key, None when unset
                 "activity_regularizer": base.get("activity_regularizer"),

@@ -1,0 +1,215 @@
+"""The convolution family against real Keras 3 (JAX backend), through the shared checker
+(keras_oracle.py): Conv2D with dilation_rate and groups, DepthwiseConv2D, SeparableConv2D,
+Conv2DTranspose and Conv1D: weight names, shapes and order, predictions and training steps from
+the same weights, in both data formats; get_config equal to Keras's; the arguments Keras
+refuses refused with the layer, the argument and the accepted values named."""
+
+import keras_oracle
+import numpy as np
+import pytest
+from keras_oracle import build_pair, check_against_keras
+
+from kiln import keras as kk
+
+keras_real = pytest.importorskip("keras")  # keras_oracle chose the JAX backend
+
+pytestmark = [
+    pytest.mark.usefixtures("kiln_keras_env"),
+    pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword"
+                               ":DeprecationWarning"),
+]
+
+CL, CF = "channels_last", "channels_first"
+
+
+def image_shape(height, width, channels, data_format):
+    return (height, width, channels) if data_format == CL else (channels, height, width)
+
+
+def classifier(make_layers, shape, data_format):
+    """Input -> the layers under test -> Flatten -> Dense softmax (3 classes)."""
+    def build(K):
+        inputs = K.Input(image_shape(*shape, data_format))
+        x = inputs
+        for layer in make_layers(K.layers, dict(data_format=data_format)):
+            x = layer(x)
+        x = K.layers.Flatten(data_format=data_format)(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    return build
+
+
+# name -> (layers on L with data-format kwargs f, input (H, W, C))
+MODELS = {
+    "conv2d-dilated": (lambda L, f: [L.Conv2D(4, 3, dilation_rate=2, padding="same",
+                                              activation="relu", **f)], (7, 6, 3)),
+    "conv2d-dilated-valid-2x1": (lambda L, f: [L.Conv2D(3, (2, 3), dilation_rate=(2, 1),
+                                                        **f)], (7, 6, 2)),
+    "conv2d-groups": (lambda L, f: [L.Conv2D(6, 3, groups=2, strides=2, padding="same",
+                                             activation="tanh", **f),
+                                    L.Conv2D(4, 1, groups=2, **f)], (7, 6, 4)),
+    "depthwise": (lambda L, f: [L.DepthwiseConv2D(3, padding="same", activation="relu", **f),
+                                L.DepthwiseConv2D(3, strides=2, depth_multiplier=2,
+                                                  use_bias=False, **f)], (8, 7, 3)),
+    "depthwise-dilated-relu6-bn": (lambda L, f: [
+        L.DepthwiseConv2D(3, dilation_rate=2, padding="same", use_bias=False, **f),
+        L.BatchNormalization(axis=-1 if f["data_format"] == CL else 1),
+        L.Activation("relu6")], (7, 7, 4)),
+    "separable": (lambda L, f: [L.SeparableConv2D(5, 3, padding="same", depth_multiplier=2,
+                                                  activation="relu", **f),
+                                L.SeparableConv2D(3, 2, strides=2, use_bias=False, **f)],
+                  (7, 6, 3)),
+    "transpose-valid-s2": (lambda L, f: [L.Conv2DTranspose(4, 2, strides=2, activation="relu",
+                                                           **f)], (3, 4, 3)),
+    "transpose-same-s2-3x3": (lambda L, f: [L.Conv2DTranspose(3, 3, strides=2, padding="same",
+                                                              **f)], (3, 3, 2)),
+    "transpose-output-padding": (lambda L, f: [
+        L.Conv2DTranspose(3, 3, strides=2, padding="valid", output_padding=1, **f),
+        L.Conv2DTranspose(2, 3, strides=(2, 3), padding="same", output_padding=(0, 2),
+                          activation="sigmoid", **f)], (3, 2, 2)),
+    "transpose-dilated": (lambda L, f: [L.Conv2DTranspose(3, 3, dilation_rate=2, **f)],
+                          (3, 3, 2)),
+}
+
+# the first two in both formats with two optimizers; the rest one optimizer per format
+CASES = [pytest.param(name, data_format, opt, id=f"{name}-{data_format}")
+         for name in MODELS for data_format, opt in ((CL, ("sgd", "adam")), (CF, ("adam",)))]
+
+
+@pytest.mark.parametrize("name,data_format,optimizers", CASES)
+def test_layer_matches_keras(name, data_format, optimizers):
+    make_layers, shape = MODELS[name]
+    if "relu6" in name:
+        try:
+            kk.activations.get_name("relu6", "test")
+        except ValueError:
+            pytest.skip("relu6 is not a kiln activation yet")
+    check_against_keras(classifier(make_layers, shape, data_format), optimizers=optimizers)
+
+
+def conv1d_model(data_format):
+    """Conv1D layers (causal and dilated, strided and grouped, same), then a Conv1D whose
+    kernel spans all steps."""
+    def build(K):
+        L = K.layers
+        f = dict(data_format=data_format)
+        inputs = K.Input((9, 3) if data_format == CL else (3, 9))
+        x = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="relu", **f)(inputs)
+        x = L.Conv1D(6, 2, strides=2, groups=2, **f)(x)                      # 4 steps
+        x = L.Conv1D(5, 3, padding="same", activation="tanh", **f)(x)
+        return K.Model(inputs, L.Conv1D(3, 4, **f)(x))                       # 1 step
+    return build
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+def test_conv1d_matches_keras(data_format):
+    """Predictions and weights. (Training is checked on the op against numpy and central
+    differences: kiln's losses and Flatten take no 3D outputs yet.)"""
+    kiln_model, keras_model = check_against_keras(conv1d_model(data_format), train=False)
+    assert tuple(kiln_model.outputs[0].shape) == tuple(keras_model.outputs[0].shape)
+
+
+# -- get_config: what Keras 3 writes -----------------------------------------------------------
+CONFIG_LAYERS = {
+    "Conv2D": lambda L: L.Conv2D(6, (3, 2), dilation_rate=2, groups=3, activation="relu",
+                                 kernel_regularizer="l2"),
+    "DepthwiseConv2D": lambda L: L.DepthwiseConv2D(3, strides=2, depth_multiplier=2,
+                                                   padding="same", use_bias=False,
+                                                   depthwise_regularizer="l2"),
+    "SeparableConv2D": lambda L: L.SeparableConv2D(4, 3, dilation_rate=2, activation="tanh",
+                                                   pointwise_constraint="non_neg"),
+    "Conv2DTranspose": lambda L: L.Conv2DTranspose(4, 3, strides=2, output_padding=1,
+                                                   padding="same"),
+    "Conv1D": lambda L: L.Conv1D(4, 3, padding="causal", dilation_rate=2),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIG_LAYERS))
+def test_get_config_equals_keras(name):
+    keras = keras_oracle.real_keras()
+    shape = (9, 6) if name == "Conv1D" else (8, 8, 6)
+    configs = []
+    for K in (kk, keras):
+        K.backend.clear_session()
+        layer = CONFIG_LAYERS[name](K.layers)
+        layer(K.Input(shape))
+        configs.append(layer.get_config())
+    assert configs[0] == configs[1]
+    assert type(CONFIG_LAYERS[name](kk.layers).from_config(configs[1])).__name__ == name
+
+
+def test_weight_names_and_shapes_match_keras():
+    """Keras 3's weight names: DepthwiseConv2D 'kernel' (kh, kw, in, m), SeparableConv2D
+    depthwise_kernel / pointwise_kernel / bias, Conv2DTranspose (kh, kw, filters, in)."""
+    def build(K):
+        L = K.layers
+        inputs = K.Input((6, 6, 4))
+        x = L.DepthwiseConv2D(3, depth_multiplier=2)(inputs)
+        x = L.SeparableConv2D(5, 3)(x)
+        x = L.Conv2DTranspose(3, 2, strides=2)(x)
+        return K.Model(inputs, L.Conv2D(4, 1, groups=1)(x))
+    kiln_model, _, _ = build_pair(build)
+    assert [(w.path, w.shape) for w in kiln_model.weights] == [
+        ("depthwise_conv2d/kernel", (3, 3, 4, 2)), ("depthwise_conv2d/bias", (8,)),
+        ("separable_conv2d/depthwise_kernel", (3, 3, 8, 1)),
+        ("separable_conv2d/pointwise_kernel", (1, 1, 8, 5)), ("separable_conv2d/bias", (5,)),
+        ("conv2d_transpose/kernel", (2, 2, 3, 5)), ("conv2d_transpose/bias", (3,)),
+        ("conv2d/kernel", (1, 1, 3, 4)), ("conv2d/bias", (4,))]
+
+
+# -- what Keras refuses -------------------------------------------------------------------------
+BAD = [
+    (lambda L: L.Conv2D(4, 3, strides=2, dilation_rate=2), "Conv2D", "dilation_rate"),
+    (lambda L: L.Conv2D(5, 3, groups=2), "Conv2D", "groups"),
+    (lambda L: L.Conv2D(4, 3, groups=0), "Conv2D", "groups"),
+    (lambda L: L.Conv2D(4, (3, 0)), "Conv2D", "kernel_size"),
+    (lambda L: L.DepthwiseConv2D(3, depth_multiplier=0), "DepthwiseConv2D",
+     "depth_multiplier"),
+    (lambda L: L.DepthwiseConv2D(3, padding="full"), "DepthwiseConv2D", "padding"),
+    (lambda L: L.SeparableConv2D(0, 3), "SeparableConv2D", "filters"),
+    (lambda L: L.SeparableConv2D(4, 3, strides=0), "SeparableConv2D", "strides"),
+    (lambda L: L.Conv2DTranspose(4, 3, strides=2, output_padding=2), "Conv2DTranspose",
+     "output_padding"),
+    (lambda L: L.Conv2DTranspose(4, 3, strides=2, dilation_rate=2), "Conv2DTranspose",
+     "dilation_rate"),
+    (lambda L: L.Conv1D(4, (3, 3)), "Conv1D", "kernel_size"),
+    (lambda L: L.Conv1D(4, 3, padding="causal2"), "Conv1D", "padding"),
+]
+
+
+@pytest.mark.parametrize("make,layer,argument", BAD)
+def test_bad_arguments_are_refused_as_keras_does(make, layer, argument):
+    keras = keras_oracle.real_keras()
+    with pytest.raises(ValueError):
+        make(keras.layers)
+    with pytest.raises(ValueError, match=f"{layer} '.*'.*{argument}"):
+        make(kk.layers)
+
+
+@pytest.mark.parametrize("make,shape,layer", [
+    (lambda L: L.Conv2D(4, 3, groups=2), (6, 6, 3), "Conv2D"),
+    (lambda L: L.Conv1D(4, 3, groups=4), (6, 3), "Conv1D"),
+])
+def test_groups_must_divide_the_input_channels(make, shape, layer):
+    keras = keras_oracle.real_keras()
+    with pytest.raises(ValueError):
+        make(keras.layers)(keras.Input(shape))
+    with pytest.raises(ValueError, match=f"{layer} '.*'.*3 channels.*groups=\\d"):
+        make(kk.layers)(kk.Input(shape))
+
+
+def test_depthwise_is_planned_on_onednn_depthwise_kernels():
+    """Not oneDNN's reference kernels: the forward and both backward passes of a
+    DepthwiseConv2D in a training step."""
+    inputs = kk.Input((12, 12, 16))
+    x = kk.layers.DepthwiseConv2D(3, padding="same", name="dw")(inputs)
+    x = kk.layers.DepthwiseConv2D(3, strides=2, padding="same", name="dw_s2")(x)
+    model = kk.Model(inputs, kk.layers.Dense(2, activation="softmax")(kk.layers.Flatten()(x)))
+    model.compile(optimizer="sgd", loss="categorical_crossentropy")
+    x_data = np.random.default_rng(0).normal(size=(4, 12, 12, 16)).astype(np.float32)
+    model.fit(x_data, np.eye(2, dtype=np.float32)[[0, 1, 0, 1]], epochs=1, verbose=0)
+    from kiln.binding.primitive import primitive_cache
+    conv_pds = [entry for key, entry in primitive_cache._entries.items()
+                if isinstance(key, tuple) and str(key[0]).startswith("conv")]
+    assert conv_pds
+    for primitive in conv_pds:
+        assert not primitive.pd.implementation.startswith("ref"), primitive.pd.implementation
