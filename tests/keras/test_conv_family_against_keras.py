@@ -213,3 +213,34 @@ def test_depthwise_is_planned_on_onednn_depthwise_kernels():
     assert conv_pds
     for primitive in conv_pds:
         assert not primitive.pd.implementation.startswith("ref"), primitive.pd.implementation
+
+
+def test_model_config_crosses_to_keras_and_back():
+    """A functional model of the family: kiln's config builds the same model in Keras (same
+    layers, weights, predictions) and Keras's config builds it back in kiln; the layer entries
+    carry the build_configs Keras writes."""
+    import json
+    keras = keras_oracle.real_keras()
+
+    def build(K):
+        L = K.layers
+        inputs = K.Input((6, 6, 3))
+        x = L.DepthwiseConv2D(3, padding="same", depth_multiplier=2)(inputs)
+        x = L.SeparableConv2D(4, 3, dilation_rate=2, padding="same", activation="relu")(x)
+        x = L.Conv2D(4, 3, groups=2)(x)
+        x = L.Conv2DTranspose(2, 3, strides=2, output_padding=1)(x)
+        return K.Model(inputs, L.Flatten()(x))
+
+    ours, theirs_reference, x = build_pair(build)
+    config = json.loads(json.dumps(ours.get_config()))
+    assert [layer.get("build_config") for layer in config["layers"]] == [
+        layer.get("build_config") for layer in json.loads(json.dumps(
+            theirs_reference.get_config()))["layers"]]
+    theirs = keras.Model.from_config(json.loads(json.dumps(config)))
+    assert [w.shape for w in theirs.weights] == [w.shape for w in ours.weights]
+    theirs.set_weights(ours.get_weights())
+    expected = ours.predict(x, verbose=0)
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5)
+    clone = kk.Model.from_config(json.loads(json.dumps(theirs.get_config())))
+    clone.set_weights(ours.get_weights())
+    np.testing.assert_allclose(clone.predict(x, verbose=0), expected, rtol=1e-6, atol=1e-7)

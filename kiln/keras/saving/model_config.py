@@ -18,7 +18,8 @@ from .serialization import deserialize_layer, serialize_keras_object
 # Layers whose saved form carries a build_config in Keras 3 (those that build from a shape)
 _BUILT_FROM_SHAPE = frozenset({
     "Conv2D", "Dense", "BatchNormalization", "Flatten", "Add", "Subtract", "Multiply",
-    "Average", "Maximum", "Minimum", "Concatenate"})
+    "Average", "Maximum", "Minimum", "Concatenate", "Conv1D", "Conv2DTranspose",
+    "DepthwiseConv2D", "SeparableConv2D"})
 
 
 def _shape_list(shape):
