@@ -17,6 +17,8 @@ from .serialization import deserialize_layer
 from .weights_file import ask_to_proceed_with_overwrite
 
 _H5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_DAMAGE = (KeyError, TypeError, AttributeError, IndexError, RecursionError, RuntimeError,
+           EOFError, UnicodeDecodeError, zipfile.BadZipFile)
 
 
 def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
@@ -54,11 +56,19 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
     with open(filepath, "rb") as file:
         head = file.read(8)
     if zipfile.is_zipfile(filepath):
-        return keras_file.load_keras_file(filepath, custom_objects, compile, safe_mode)
-    if head == _H5_SIGNATURE:
-        return legacy_h5.load_legacy_h5(filepath, custom_objects, compile, safe_mode)
-    raise ValueError(f"load_model: {filepath} is neither a Keras 3 .keras zip nor a Keras 2 "
-                     "HDF5 (.h5) model file")
+        loader = keras_file.load_keras_file
+    elif head == _H5_SIGNATURE:
+        loader = legacy_h5.load_legacy_h5
+    else:
+        raise ValueError(f"load_model: {filepath} is neither a Keras 3 .keras zip nor a Keras 2 "
+                         "HDF5 (.h5) model file")
+    try:
+        return loader(filepath, custom_objects, compile, safe_mode)
+    except _DAMAGE as error:
+        # A file damaged past the checks (a config of the wrong types, HDF5 internals): still
+        # the ValueError a user can catch, naming the file.
+        raise ValueError(f"load_model: {filepath} is damaged or not a Keras model file "
+                         f"({type(error).__name__}: {error})") from error
 
 
 def model_to_json(model, **kwargs):
@@ -75,9 +85,13 @@ def model_from_json(json_string, custom_objects=None):
     """A new model (fresh weights) from `model.to_json()` (Keras 3 or Keras 2 JSON)."""
     try:
         config = json.loads(json_string)
-    except (TypeError, json.JSONDecodeError) as error:
+    except (TypeError, json.JSONDecodeError, RecursionError) as error:
         raise ValueError(f"model_from_json: the argument is not valid JSON: {error}") from error
-    return deserialize_layer(config, custom_objects, True, "model_from_json")
+    try:
+        return deserialize_layer(config, custom_objects, True, "model_from_json")
+    except _DAMAGE as error:
+        raise ValueError(f"model_from_json: invalid model config ({type(error).__name__}: "
+                         f"{error})") from error
 
 
 def model_from_config(config, custom_objects=None):

@@ -260,3 +260,32 @@ def test_nested_models_both_ways(tmp_path, functional_inner):
     ours = kk.models.load_model(tmp_path / "theirs.keras")
     assert [layer.name for layer in ours.layers] == [layer.name for layer in theirs.layers]
     _close(ours.predict(x, verbose=0), theirs.predict(x, verbose=0), "kiln loads Keras's")
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_random_damage_is_a_clear_error_or_a_whole_model(tmp_path, suffix):
+    """Bytes flipped anywhere in a model file: loading raises ValueError or OSError naming the
+    file, or (when the damage hit bytes nothing reads) returns the whole model."""
+    model = models_for_saving.resnet_block(kk)
+    _compile(model, kk)
+    _fit(model, *models_for_saving.data())
+    good = tmp_path / f"good{suffix}"
+    model.save(good)
+    data = bytearray(good.read_bytes())
+    random = np.random.RandomState(0)
+    outcomes = {"error": 0, "loaded": 0}
+    for trial in range(40):
+        damaged = bytearray(data)
+        start = random.randint(0, len(data) - 16)
+        damaged[start:start + 8] = random.bytes(8)
+        path = tmp_path / f"damaged{trial}{suffix}"
+        path.write_bytes(bytes(damaged))
+        try:
+            loaded = kk.models.load_model(path)
+        except (ValueError, OSError) as error:
+            assert f"damaged{trial}{suffix}" in str(error), str(error)
+            outcomes["error"] += 1
+        else:
+            assert len(loaded.get_weights()) == len(model.get_weights())
+            outcomes["loaded"] += 1
+    assert outcomes["error"] > 0
