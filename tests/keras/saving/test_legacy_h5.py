@@ -219,3 +219,33 @@ def test_wrong_weight_shape_names_layer_and_shape(tmp_path):
         h5["model_weights"][conv][f"{conv}/bias:0"] = np.zeros(7, "float32")
     with pytest.raises(ValueError, match=rf"{conv}/bias:0.*\(7,\).*\(4,\)"):
         kk.models.load_model(path)
+
+
+def test_classic_cifar10_cnn_ending(tmp_path):
+    """The Keras 2 example's model (input_shape on the first layer, Activation layers, Keras
+    2's rmsprop(lr=..., decay=...)) saved as its last line does, opened by Keras 3 and kiln."""
+    keras = keras_oracle.real_keras()
+    L = kk.layers
+    model = kk.models.Sequential()
+    model.add(L.Conv2D(8, (3, 3), padding="same", input_shape=(16, 16, 3)))
+    model.add(L.Activation("relu"))
+    model.add(L.MaxPooling2D(pool_size=(2, 2)))
+    model.add(L.Dropout(0.25))
+    model.add(L.Flatten())
+    model.add(L.Dense(10))
+    model.add(L.Activation("softmax"))
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=kk.optimizers.rmsprop(lr=0.0001, decay=1e-6), metrics=["accuracy"])
+    random = np.random.RandomState(2)
+    x = random.rand(32, 16, 16, 3).astype("float32")
+    y = np.eye(10, dtype="float32")[np.arange(32) % 10]
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    path = tmp_path / "keras_cifar10_trained_model.h5"
+    model.save(str(path))
+    theirs = keras.models.load_model(path)
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), model.predict(x, verbose=0),
+                               rtol=RTOL, atol=ATOL)
+    ours = kk.models.load_model(path)
+    assert ours.optimizer.get_config()["decay"] == pytest.approx(1e-6)
+    assert int(ours.optimizer.iterations) == 2
+    assert ours.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))
