@@ -102,8 +102,8 @@ def conv1d_model(data_format):
 
 @pytest.mark.parametrize("data_format", [CL, CF])
 def test_conv1d_matches_keras(data_format):
-    """Predictions and weights. (Training is checked on the op against numpy and central
-    differences: kiln's losses and Flatten take no 3D outputs yet.)"""
+    """Predictions and weights. (kiln's losses and Flatten take no 3D outputs yet, so the
+    training step is compared below, on the layer's op against JAX's gradients.)"""
     kiln_model, keras_model = check_against_keras(conv1d_model(data_format), train=False)
     assert tuple(kiln_model.outputs[0].shape) == tuple(keras_model.outputs[0].shape)
 
@@ -244,3 +244,55 @@ def test_model_config_crosses_to_keras_and_back():
     clone = kk.Model.from_config(json.loads(json.dumps(theirs.get_config())))
     clone.set_weights(ours.get_weights())
     np.testing.assert_allclose(clone.predict(x, verbose=0), expected, rtol=1e-6, atol=1e-7)
+
+
+CONV1D_GRADIENT_CASES = {
+    "causal-dilated-relu": dict(filters=4, kernel_size=3, padding="causal", dilation_rate=2,
+                                activation="relu"),
+    "strided-grouped": dict(filters=6, kernel_size=2, strides=2, groups=3),
+    "same-tanh": dict(filters=5, kernel_size=3, padding="same", activation="tanh"),
+}
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+@pytest.mark.parametrize("case", list(CONV1D_GRADIENT_CASES))
+def test_conv1d_training_step_equals_keras(case, data_format):
+    """kiln's Conv1D op (the layer's own) against Keras's Conv1D differentiated by JAX, on
+    the same weights: the output and the gradients of sum(output * dy) with respect to the
+    input, the kernel and the bias, i.e. the same SGD step."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "ops"))
+    import jax
+    import jax.numpy as jnp
+    from op_checker import run_ops
+
+    keras = keras_oracle.real_keras()
+    arguments = dict(CONV1D_GRADIENT_CASES[case], data_format=data_format)
+    shape = (9, 6) if data_format == CL else (6, 9)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3, *shape)).astype(np.float32)
+    theirs = keras.layers.Conv1D(**arguments)
+    theirs.build((None, *shape))
+    weights = [rng.normal(0, 0.4, size=w.shape).astype(np.float32) for w in theirs.weights]
+    theirs.set_weights(weights)
+    expected = np.asarray(theirs(x))
+    dy = rng.normal(size=expected.shape).astype(np.float32)
+
+    def objective(variables, inputs):
+        outputs, _ = theirs.stateless_call(variables, [], inputs)
+        return jnp.sum(outputs * dy)
+
+    variables = [jnp.asarray(w) for w in weights]
+    weight_grads, input_grad = jax.grad(objective, argnums=(0, 1))(variables, jnp.asarray(x))
+
+    ours = kk.layers.Conv1D(**arguments, name="conv")
+    ours(kk.Input(shape))
+    params = {"conv/kernel": weights[0], "conv/bias": weights[1]}
+    result, _ = run_ops(ours.op, x, params, dy, data_format)
+    np.testing.assert_allclose(result.output, expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result.input_grad, np.asarray(input_grad), rtol=1e-4, atol=1e-4)
+    for name, grad in zip(("conv/kernel", "conv/bias"), weight_grads, strict=True):
+        np.testing.assert_allclose(result.param_grads[name], np.asarray(grad), rtol=1e-4,
+                                   atol=1e-4, err_msg=name)
