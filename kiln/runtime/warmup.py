@@ -38,6 +38,19 @@ def warm_up():
                           metrics=["accuracy"])
             model.fit(x, y, batch_size=4, epochs=1, verbose=0)
     mixed_precision.set_global_policy("float32")
+    _warm_up_augmentation(model, x, y)
+
+
+def _warm_up_augmentation(model, x, y):
+    """ImageDataGenerator's kernels (the affine path, the shift path, normalization) and the
+    per-batch checks of batches from a generator or PyDataset: 10-25 s to compile, which would
+    otherwise land in the first augmented epoch."""
+    from ..keras.preprocessing.image import ImageDataGenerator
+    for settings in (dict(rotation_range=10, horizontal_flip=True, channel_shift_range=0.1),
+                     dict(width_shift_range=0.1, height_shift_range=0.1, rescale=0.5,
+                          samplewise_center=True, samplewise_std_normalization=True)):
+        flow = ImageDataGenerator(**settings).flow(x, y, batch_size=4, seed=0)
+        model.fit(flow, epochs=1, verbose=0)
 
 
 if __name__ == "__main__":
