@@ -180,3 +180,16 @@ def test_bad_arguments_name_themselves():
         ImageDataGenerator().flow(X[0], Y[:6])
     with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
         ImageDataGenerator().flow(X, Y, batch_size=0)
+
+
+def test_keras2_single_image_methods():
+    generator = ImageDataGenerator(rotation_range=30, channel_shift_range=5.0,
+                                   horizontal_flip=True)
+    params = generator.get_random_transform(X[0].shape, seed=3)
+    assert set(params) == {"theta", "tx", "ty", "shear", "zx", "zy", "flip_horizontal",
+                           "flip_vertical", "channel_shift_intensity", "brightness"}
+    assert -30 <= params["theta"] <= 30 and params["brightness"] is None
+    np.testing.assert_array_equal(generator.apply_transform(X[0], {"flip_horizontal": True}),
+                                  X[0][:, ::-1])
+    np.testing.assert_array_equal(generator.random_transform(X[0], seed=3),
+                                  generator.apply_transform(X[0], params))
