@@ -6,6 +6,7 @@ from .batch_normalization import BatchNormalization
 from .conv1d import Conv1D
 from .conv2d import Conv2D
 from .conv2d_transpose import Conv2DTranspose
+from .cropping2d import Cropping2D
 from .dense import Dense
 from .depthwise_conv2d import DepthwiseConv2D
 from .dropout import Dropout
@@ -30,11 +31,15 @@ from .merge import (
                     multiply,
                     subtract,
 )
+from .permute import Permute
 from .pooling import AveragePooling2D, MaxPooling2D
 from .prelu import PReLU
 from .relu import ReLU
+from .reshape import Reshape
 from .separable_conv2d import SeparableConv2D
 from .softmax import Softmax
+from .up_sampling2d import UpSampling2D
+from .zero_padding2d import ZeroPadding2D
 
 Convolution1D = Conv1D
 Convolution2D = Conv2D
@@ -54,4 +59,5 @@ __all__ = ["Activation", "Add", "AveragePooling2D", "Average", "AvgPool2D",
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
 __all__ += ["ELU", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",
-            "GlobalMaxPooling2D", "LeakyReLU", "PReLU", "ReLU", "Softmax"]
+            "GlobalMaxPooling2D", "LeakyReLU", "PReLU", "ReLU", "Softmax", "Cropping2D",
+            "Permute", "Reshape", "UpSampling2D", "ZeroPadding2D"]
