@@ -8,7 +8,8 @@ padding (an output shorter than the full transposed convolution) as Keras's rule
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, to_dims
+from ..binding.errors import DnnlError
+from ..binding.memory import MemoryDesc, layout_key, to_dims
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from .base import Op
 from .conv2d import dilated_kernel, forward_kind
@@ -38,6 +39,27 @@ def transpose_padding(kernel, stride, dilation, padding, output_padding):
 def transpose_output_length(length, kernel, stride, dilation, padding, output_padding):
     left, right = transpose_padding(kernel, stride, dilation, padding, output_padding)
     return (length - 1) * stride + dilated_kernel(kernel, dilation) - left - right
+
+
+# Run in a blocked input's layout rather than reorder it (see forward); not yet timed against
+# oneDNN's own choice, hence the switch.
+PIN_INPUT_LAYOUT = True
+
+
+def _blocked(desc):
+    """Whether `desc` is neither of the plain 4D activation layouts (nhwc, nchw)."""
+    return all(desc != MemoryDesc.with_tag(desc.dims, desc.data_type, tag)
+               for tag in (dnnl.acdb, dnnl.abcd))
+
+
+def _unless_reference(chosen, make_pinned):
+    """`make_pinned()` (a primitive in layouts kiln prefers) unless oneDNN has only its
+    reference kernel for it or cannot make it; else `chosen`."""
+    try:
+        pinned = make_pinned()
+    except DnnlError:
+        return chosen
+    return chosen if pinned.pd.implementation.startswith("ref") else pinned
 
 
 class Conv2DTranspose(Op):
@@ -103,22 +125,41 @@ class Conv2DTranspose(Op):
                          to_dims(pad_l), to_dims(pad_r))
         kind = forward_kind(builder)
 
-        def make_forward():
-            attributes = Attributes(post_ops(self.activation))  # alive until created
-            return PrimitiveDesc(
-                "dnnl_deconvolution_forward_primitive_desc_create", "deconvolution forward",
-                shapes, kind, dnnl.deconvolution_direct, src_any.handle, w_any.handle,
-                bias_handle, dst_any.handle, *geometry_args, attributes.handle)
+        def make_forward(src_desc):
+            def make():
+                attributes = Attributes(post_ops(self.activation))  # alive until created
+                return PrimitiveDesc(
+                    "dnnl_deconvolution_forward_primitive_desc_create", "deconvolution forward",
+                    shapes, kind, dnnl.deconvolution_direct, src_desc.handle, w_any.handle,
+                    bias_handle, dst_any.handle, *geometry_args, attributes.handle)
+            return make
 
         fwd = builder.primitive(("deconv fwd", kind, dt, geometry, self.activation),
-                                make_forward)
+                                make_forward(src_any))
+        if (PIN_INPUT_LAYOUT and _blocked(x.memory.desc)
+                and fwd.pd.md(dnnl.query_src_md) != x.memory.desc):
+            # oneDNN's own choice on AVX2 is brgconv in nhwc: after a convolution that wrote
+            # a blocked layout, the input's layout saves reordering the input twice (forward,
+            # backward-weights) and the output gradient twice (both backward passes)
+            fwd = _unless_reference(fwd, lambda: builder.primitive(
+                ("deconv fwd", kind, dt, geometry, self.activation,
+                 layout_key(x.memory.desc)), make_forward(x.memory.desc)))
+        src_desc, dst_desc = fwd.pd.md(dnnl.query_src_md), fwd.pd.md(dnnl.query_dst_md)
 
-        def backward_weights():
-            return builder.primitive(("deconv bwd weights", dt, geometry), lambda: PrimitiveDesc(
+        def make_backward_weights(src_layout, dst_layout):
+            return lambda: PrimitiveDesc(
                 "dnnl_deconvolution_backward_weights_primitive_desc_create",
                 "deconvolution backward weights", shapes, dnnl.deconvolution_direct,
-                src_any.handle, w_grad_any.handle, bias_handle, dst_any.handle, *geometry_args,
-                fwd.pd.handle, default_attributes().handle))
+                src_layout.handle, w_grad_any.handle, bias_handle, dst_layout.handle,
+                *geometry_args, fwd.pd.handle, default_attributes().handle)
+
+        def backward_weights():
+            """In the forward's layouts, unless only the reference kernel takes them."""
+            chosen = builder.primitive(("deconv bwd weights", dt, geometry),
+                                       make_backward_weights(src_any, dst_any))
+            return _unless_reference(chosen, lambda: builder.primitive(
+                ("deconv bwd weights", dt, geometry, layout_key(src_desc),
+                 layout_key(dst_desc)), make_backward_weights(src_desc, dst_desc)))
 
         kernel = f"{self.name}/kernel"
         if builder.training and dt != dnnl.f32:
@@ -151,11 +192,18 @@ class Conv2DTranspose(Op):
                 builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
             if not need_input_grad:
                 return None
-            bwd_d = builder.primitive(("deconv bwd data", dt, geometry), lambda: PrimitiveDesc(
-                "dnnl_deconvolution_backward_data_primitive_desc_create",
-                "deconvolution backward data", shapes, dnnl.deconvolution_direct,
-                src_any.handle, w_any.handle, dst_any.handle, *geometry_args, fwd.pd.handle,
-                default_attributes().handle))
+            def make_backward_data(src_layout, dst_layout):
+                return lambda: PrimitiveDesc(
+                    "dnnl_deconvolution_backward_data_primitive_desc_create",
+                    "deconvolution backward data", shapes, dnnl.deconvolution_direct,
+                    src_layout.handle, w_any.handle, dst_layout.handle, *geometry_args,
+                    fwd.pd.handle, default_attributes().handle)
+
+            bwd_d = builder.primitive(("deconv bwd data", dt, geometry),
+                                      make_backward_data(src_any, dst_any))
+            bwd_d = _unless_reference(bwd_d, lambda: builder.primitive(
+                ("deconv bwd data", dt, geometry, layout_key(src_desc), layout_key(dst_desc)),
+                make_backward_data(src_desc, dst_desc)))
             input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
             builder.add_backward(builder.bind(bwd_d, {
                 dnnl.ARG_DIFF_DST: builder.reorder(

@@ -239,3 +239,32 @@ def test_conv1d(case, data_format):
 
     check_op(op, x, params, dy, forward, data_format, grads, rtol=1e-4, atol=1e-4,
              grad_rtol=1e-4, grad_atol=2e-4, entries=4)
+
+
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_conv2d_transpose_after_a_blocked_convolution(data_format):
+    """After a convolution that writes a blocked layout, the transposed convolution runs in it
+    (no reorder of its input), with the same values and gradients as the references."""
+    from op_checker import conv2d_reference
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(2, 5, 6, 16)).astype(np.float32)
+    if data_format == CHANNELS_FIRST:
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    params = {"pre/kernel": rng.normal(0, 0.3, size=(1, 1, 16, 16)),
+              "pre/bias": rng.normal(0, 0.3, size=16),
+              "conv/kernel": rng.normal(0, 0.3, size=(3, 3, 8, 16)),
+              "conv/bias": rng.normal(0, 0.3, size=8)}
+    ops = [Conv2D("pre", 16, (1, 1), activation="relu"),
+           Conv2DTranspose("conv", 8, (3, 3), (2, 2), "same", activation="tanh")]
+    dy = rng.normal(size=(2, 10, 12, 8) if data_format == CHANNELS_LAST else (2, 8, 10, 12))
+
+    def reference(x64, p64):
+        hidden = conv2d_reference(x64, p64["pre/kernel"], p64["pre/bias"], activation="relu",
+                                  data_format=data_format)
+        return conv2d_transpose_reference(hidden, p64["conv/kernel"], p64["conv/bias"], (2, 2),
+                                          "same", activation="tanh", data_format=data_format)
+
+    _, harness = check_op(ops, x, params, dy.astype(np.float32), reference, data_format,
+                          rtol=1e-4, atol=1e-4, entries=4)
+    labels = [call.label for call in harness.forward_calls + harness.backward_calls]
+    assert "conv input" not in labels and "conv input for weights" not in labels, labels
