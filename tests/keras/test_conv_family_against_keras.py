@@ -296,3 +296,25 @@ def test_conv1d_training_step_equals_keras(case, data_format):
     for name, grad in zip(("conv/kernel", "conv/bias"), weight_grads, strict=True):
         np.testing.assert_allclose(result.param_grads[name], np.asarray(grad), rtol=1e-4,
                                    atol=1e-4, err_msg=name)
+
+
+def test_keras2_configs_are_read():
+    """tf.keras 2 wrote Conv2D's `groups` into DepthwiseConv2D and Conv2DTranspose configs,
+    and dtypes as plain names: both are read (groups only at its value, 1)."""
+    common = {"trainable": True, "dtype": "float32", "kernel_size": [3, 3], "strides": [1, 1],
+              "padding": "same", "data_format": "channels_last", "dilation_rate": [1, 1],
+              "groups": 1, "activation": "relu", "use_bias": True,
+              "bias_initializer": {"class_name": "Zeros", "config": {}},
+              "bias_regularizer": None, "activity_regularizer": None, "bias_constraint": None}
+    depthwise = kk.layers.DepthwiseConv2D.from_config({
+        **common, "name": "dw", "depth_multiplier": 2,
+        "depthwise_initializer": {"class_name": "GlorotUniform", "config": {"seed": None}},
+        "depthwise_regularizer": None, "depthwise_constraint": None})
+    transpose = kk.layers.Conv2DTranspose.from_config({
+        **common, "name": "up", "filters": 4, "output_padding": None,
+        "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": None}},
+        "kernel_regularizer": None, "kernel_constraint": None})
+    y = transpose(depthwise(kk.Input((5, 5, 3))))
+    assert tuple(y.shape) == (None, 5, 5, 4)
+    with pytest.raises(ValueError, match="DepthwiseConv2D 'dw2'.*argument groups"):
+        kk.layers.DepthwiseConv2D(3, groups=3, name="dw2")

@@ -40,7 +40,12 @@ class Conv2DTranspose(Layer):
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, **kwargs):
+        # Keras 2 configs carry Conv2D's groups (always 1 here)
+        groups = kwargs.pop("groups", 1)
         super().__init__(**kwargs)
+        if groups != 1:
+            raise ValueError(f"{self.context}: argument groups must be 1 (a Keras 2 config key "
+                             f"{type(self).__name__} has no use for), got {groups!r}")
         context = self.context
         self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
                                        bias_constraint)

@@ -33,7 +33,12 @@ class DepthwiseConv2D(Layer):
                  depthwise_initializer="glorot_uniform", bias_initializer="zeros",
                  depthwise_regularizer=None, bias_regularizer=None, depthwise_constraint=None,
                  bias_constraint=None, **kwargs):
+        # Keras 2 configs carry Conv2D's groups (always 1 here)
+        groups = kwargs.pop("groups", 1)
         super().__init__(**kwargs)
+        if groups != 1:
+            raise ValueError(f"{self.context}: argument groups must be 1 (a Keras 2 config key "
+                             f"{type(self).__name__} has no use for), got {groups!r}")
         # the kernel's regularizer and constraint are planned as any layer's kernel ones
         self.set_weight_regularization(depthwise_regularizer, bias_regularizer,
                                        depthwise_constraint, bias_constraint)
