@@ -8,7 +8,8 @@ def resnet20(K, data_format="channels_last", activation="relu"):
 
     The example's kernel_regularizer=l2(1e-4) is left out in every framework's copy alike:
     PyTorch's copy has no per-layer penalty, and the step compared stays the same everywhere
-    (kiln adds the penalty in one pass over each kernel, examples/cifar10_resnet.py has it). `activation` replaces relu everywhere (tests use tanh)."""
+    (kiln adds the penalty in one pass over each kernel, examples/cifar10_resnet.py has it).
+    `activation` replaces relu everywhere (tests use tanh)."""
     layers = K.layers
     shape = (32, 32, 3) if data_format == "channels_last" else (3, 32, 32)
     f = dict(data_format=data_format)
@@ -43,3 +44,96 @@ def resnet20(K, data_format="channels_last", activation="relu"):
     y = layers.Flatten(**f)(x)
     outputs = layers.Dense(10, activation="softmax", kernel_initializer="he_normal")(y)
     return K.Model(inputs=inputs, outputs=outputs)
+
+
+# (filters, stride, expansion) of MobileNetV2's 17 inverted residual blocks, block_id 0-16
+MOBILENET_V2_BLOCKS = ((16, 1, 1), (24, 2, 6), (24, 1, 6), (32, 2, 6), (32, 1, 6), (32, 1, 6),
+                       (64, 2, 6), (64, 1, 6), (64, 1, 6), (64, 1, 6), (96, 1, 6), (96, 1, 6),
+                       (96, 1, 6), (160, 2, 6), (160, 1, 6), (160, 1, 6), (320, 1, 6))
+
+
+def mobilenet_v2(K, data_format="channels_last", input_size=96, classes=10):
+    """Keras' MobileNetV2(alpha=1.0, weights=None, classes=classes) topology (layer names
+    included, as keras/src/applications/mobilenet_v2.py builds it), on input_size x
+    input_size x 3 images: depthwise convolutions, relu6, inverted residuals and BN."""
+    layers = K.layers
+    f = dict(data_format=data_format)
+    channel_axis = -1 if data_format == "channels_last" else 1
+    shape = ((input_size, input_size, 3) if data_format == "channels_last"
+             else (3, input_size, input_size))
+
+    def batch_norm(x, name):
+        return layers.BatchNormalization(axis=channel_axis, epsilon=1e-3, momentum=0.999,
+                                         name=name)(x)
+
+    def correct_pad(x):
+        # Keras' imagenet_utils.correct_pad for a 3x3 stride-2 'valid' depthwise conv
+        height, width = (x.shape[1:3] if data_format == "channels_last" else x.shape[2:4])
+        adjust = (1 - height % 2, 1 - width % 2)
+        return ((1 - adjust[0], 1), (1 - adjust[1], 1))
+
+    def inverted_res_block(inputs, filters, stride, expansion, block_id):
+        in_channels = inputs.shape[channel_axis]
+        x = inputs
+        prefix = f"block_{block_id}_"
+        if block_id:
+            x = layers.Conv2D(expansion * in_channels, 1, padding="same", use_bias=False,
+                              name=prefix + "expand", **f)(x)
+            x = batch_norm(x, prefix + "expand_BN")
+            x = layers.ReLU(6.0, name=prefix + "expand_relu")(x)
+        else:
+            prefix = "expanded_conv_"
+        if stride == 2:
+            x = layers.ZeroPadding2D(padding=correct_pad(x), name=prefix + "pad", **f)(x)
+        x = layers.DepthwiseConv2D(3, strides=stride, use_bias=False,
+                                   padding="same" if stride == 1 else "valid",
+                                   name=prefix + "depthwise", **f)(x)
+        x = batch_norm(x, prefix + "depthwise_BN")
+        x = layers.ReLU(6.0, name=prefix + "depthwise_relu")(x)
+        x = layers.Conv2D(filters, 1, padding="same", use_bias=False, name=prefix + "project",
+                          **f)(x)
+        x = batch_norm(x, prefix + "project_BN")
+        if in_channels == filters and stride == 1:
+            return layers.Add(name=prefix + "add")([inputs, x])
+        return x
+
+    inputs = K.Input(shape=shape)
+    x = layers.Conv2D(32, 3, strides=2, padding="same", use_bias=False, name="Conv1",
+                      **f)(inputs)
+    x = batch_norm(x, "bn_Conv1")
+    x = layers.ReLU(6.0, name="Conv1_relu")(x)
+    for block_id, (filters, stride, expansion) in enumerate(MOBILENET_V2_BLOCKS):
+        x = inverted_res_block(x, filters, stride, expansion, block_id)
+    x = layers.Conv2D(1280, 1, use_bias=False, name="Conv_1", **f)(x)
+    x = batch_norm(x, "Conv_1_bn")
+    x = layers.ReLU(6.0, name="out_relu")(x)
+    x = layers.GlobalAveragePooling2D(**f)(x)
+    outputs = layers.Dense(classes, activation="softmax", name="predictions")(x)
+    return K.Model(inputs, outputs, name="mobilenetv2_1.00_%d" % input_size)
+
+
+def unet(K, data_format="channels_last", input_size=64, base_filters=16):
+    """A small U-Net for per-pixel binary segmentation of input_size x input_size x 1 images:
+    two down steps (two 3x3 relu convs, 2x2 max pooling), a bottleneck, two up steps
+    (UpSampling2D, concatenation with the skip connection, two 3x3 relu convs) and a 1x1
+    sigmoid conv."""
+    layers = K.layers
+    f = dict(data_format=data_format)
+    channel_axis = -1 if data_format == "channels_last" else 1
+    shape = ((input_size, input_size, 1) if data_format == "channels_last"
+             else (1, input_size, input_size))
+
+    def double_conv(x, filters):
+        for _ in range(2):
+            x = layers.Conv2D(filters, 3, padding="same", activation="relu", **f)(x)
+        return x
+
+    inputs = K.Input(shape=shape)
+    skip_1 = double_conv(inputs, base_filters)
+    skip_2 = double_conv(layers.MaxPooling2D(2, **f)(skip_1), 2 * base_filters)
+    x = double_conv(layers.MaxPooling2D(2, **f)(skip_2), 4 * base_filters)
+    for skip, filters in ((skip_2, 2 * base_filters), (skip_1, base_filters)):
+        x = layers.UpSampling2D(2, **f)(x)
+        x = double_conv(layers.concatenate([x, skip], axis=channel_axis), filters)
+    outputs = layers.Conv2D(1, 1, activation="sigmoid", **f)(x)
+    return K.Model(inputs, outputs, name="unet")

@@ -59,7 +59,29 @@ def resnet20(data_format):
     return model, shape, 128
 
 
-MODELS = {"mnist_cnn": mnist_cnn, "cifar10_cnn": cifar10_cnn, "resnet20": resnet20}
+def mobilenet_v2(data_format):
+    """Keras' MobileNetV2 topology (alpha 1.0) on 96x96x3, 10 classes, batch 32, Adam(1e-3)."""
+    keras.backend.clear_session()
+    model = architectures.mobilenet_v2(keras, data_format)
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=keras.optimizers.Adam(learning_rate=1e-3), metrics=["accuracy"])
+    shape = (96, 96, 3) if data_format == "channels_last" else (3, 96, 96)
+    return model, shape, 32
+
+
+def unet(data_format):
+    """A small U-Net (architectures.unet) on 64x64x1, per-pixel sigmoid with binary
+    cross-entropy, batch 32, Adam(1e-3)."""
+    keras.backend.clear_session()
+    model = architectures.unet(keras, data_format)
+    model.compile(loss="binary_crossentropy",
+                  optimizer=keras.optimizers.Adam(learning_rate=1e-3), metrics=["accuracy"])
+    shape = (64, 64, 1) if data_format == "channels_last" else (1, 64, 64)
+    return model, shape, 32
+
+
+MODELS = {"mnist_cnn": mnist_cnn, "cifar10_cnn": cifar10_cnn, "resnet20": resnet20,
+          "mobilenet_v2": mobilenet_v2, "unet": unet}
 
 
 def built(name, data_format="channels_last"):

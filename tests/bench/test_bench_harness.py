@@ -8,6 +8,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from kiln import keras
@@ -117,6 +118,76 @@ def test_torch_and_keras3_resnet20_compute_the_same():
                             timeout=300, env={**os.environ, "KERAS_BACKEND": "jax"})
     assert result.returncode == 0, result.stderr
     assert float(result.stdout.strip().splitlines()[-1]) < 1e-5
+
+
+AGREE_NEW = """
+import json, sys
+import numpy as np, jax, keras, torch
+jax.config.update("jax_disable_most_optimizations", True)  # compile time, same arithmetic
+from kiln.bench.models import inference_flops, training_flops
+from kiln.bench.peers import keras3_runner, synthetic, torch_models
+results = {}
+for name in ("mobilenet_v2", "unet"):
+    keras_net = keras3_runner._model(keras, name, "channels_first")
+    torch_net = getattr(torch_models, name)(torch).eval()
+    kinds = (torch.nn.Conv2d, torch.nn.BatchNorm2d, torch.nn.Linear)
+    ours = [m for m in torch_net.modules() if isinstance(m, kinds)]
+    theirs = [layer for layer in keras_net.layers if layer.weights]
+    rng = np.random.default_rng(0)
+    for layer, module in zip(theirs, ours, strict=True):  # both in forward order
+        kind = type(layer).__name__
+        w = [rng.normal(0, (1 / np.prod(v.shape[:-1])) ** 0.5 if len(v.shape) > 1 else 0.1,
+                        v.shape).astype("float32") for v in layer.weights]
+        if kind == "BatchNormalization":
+            w[0] += 1; w[3] = abs(w[3]) + 1
+            tensors = w
+        elif kind in ("Conv2D", "DepthwiseConv2D"):  # (kh, kw, in, out | 1) -> (out | in, ...)
+            tensors = [w[0].transpose(3, 2, 0, 1) if kind == "Conv2D"
+                       else w[0].transpose(2, 3, 0, 1)] + w[1:]
+        else:
+            tensors = [w[0].T] + w[1:]
+        layer.set_weights(w)
+        with torch.no_grad():
+            for attribute, value in zip(["weight", "bias", "running_mean", "running_var"],
+                                        tensors):
+                getattr(module, attribute).copy_(torch.from_numpy(np.ascontiguousarray(value)))
+    x = synthetic.batch(name, "channels_first")[0][:2]
+    with torch.no_grad():
+        logits = torch_net(torch.from_numpy(x))
+    probabilities = (torch.sigmoid(logits) if name in synthetic.SEGMENTATION
+                     else torch.softmax(logits, 1)).numpy()
+    difference = float(np.abs(np.asarray(keras_net.predict_on_batch(x)) - probabilities).max())
+    results[name] = [keras_net.count_params(), training_flops(keras_net, 32) / 1e9,
+                     inference_flops(keras_net, 32) / 1e9, difference]
+reference = keras.applications.MobileNetV2(input_shape=(96, 96, 3), weights=None, classes=10)
+results["applications"] = reference.count_params()
+print(json.dumps(results))
+"""
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("torch", "jax", "keras")),
+                    reason="needs torch, keras and jax")
+def test_mobilenet_v2_and_unet_are_the_same_in_keras_and_torch():
+    """The Keras 3 peer's MobileNetV2 has keras.applications.MobileNetV2's parameters; with
+    the same weights its PyTorch copy (and the U-Net's) computes the same outputs; GFLOP per
+    step at batch 32 as counted on the Keras copy."""
+    result = subprocess.run([sys.executable, "-c", AGREE_NEW], capture_output=True, text=True,
+                            timeout=600, env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr
+    results = json.loads(result.stdout.strip().splitlines()[-1])
+    assert results["mobilenet_v2"][0] == results["applications"] == 2270794
+    assert results["unet"][0] == 117985
+    assert results["mobilenet_v2"][1:3] == pytest.approx([10.437, 3.521], abs=1e-3)
+    assert results["unet"][1:3] == pytest.approx([21.831, 7.290], abs=1e-3)
+    assert results["mobilenet_v2"][3] < 1e-5 and results["unet"][3] < 1e-5
+
+
+def test_segmentation_synthetic_batch():
+    for data_format, shape in [("channels_last", (32, 64, 64, 1)),
+                               ("channels_first", (32, 1, 64, 64))]:
+        x, y = synthetic.batch("unet", data_format)
+        assert x.shape == y.shape == shape and set(np.unique(y)) == {0.0, 1.0}
+        np.testing.assert_array_equal(y, x > 0.5)
 
 
 def test_resnet20_synthetic_batch():

@@ -13,9 +13,17 @@ AVAILABLE = None
 def _model(keras, model, data_format):
     layers = keras.layers
     f = dict(data_format=data_format)
+    loss = "categorical_crossentropy"
     if model == "resnet20":
         net = architectures.resnet20(keras, data_format)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    elif model == "mobilenet_v2":
+        net = architectures.mobilenet_v2(keras, data_format)
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    elif model == "unet":
+        net = architectures.unet(keras, data_format)
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+        loss = "binary_crossentropy"
     elif model == "mnist_cnn":
         shape = (28, 28, 1) if data_format == "channels_last" else (1, 28, 28)
         net = keras.Sequential([
@@ -36,7 +44,7 @@ def _model(keras, model, data_format):
             layers.Dense(512), layers.Activation("relu"), layers.Dropout(0.5), layers.Dense(10),
             layers.Activation("softmax")])
         optimizer = keras.optimizers.RMSprop(learning_rate=1e-4)
-    net.compile(loss="categorical_crossentropy", optimizer=optimizer, metrics=["accuracy"])
+    net.compile(loss=loss, optimizer=optimizer, metrics=["accuracy"])
     return net
 
 

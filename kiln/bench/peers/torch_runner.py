@@ -2,7 +2,7 @@
 torch.autocast, channels_last through torch.channels_last memory format. Eager by default;
 with compile=True the model is torch.compile(model) (compiled on the first, untimed call)."""
 
-from . import synthetic
+from . import synthetic, torch_models
 
 AVAILABLE = None
 
@@ -57,6 +57,10 @@ def _model(torch, model):
     nn = torch.nn
     if model == "resnet20":
         return _resnet20(torch)
+    if model == "mobilenet_v2":
+        return torch_models.mobilenet_v2(torch)
+    if model == "unet":
+        return torch_models.unet(torch)
     if model == "mnist_cnn":
         return nn.Sequential(
             nn.Conv2d(1, 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
@@ -78,17 +82,19 @@ def prepare(model, data_format, mode, precision, compile=False):
     net = _model(torch, model)
     x_np, y_np = synthetic.batch(model, "channels_first")  # torch tensors are NCHW logically
     x = torch.from_numpy(x_np)
-    target = torch.from_numpy(y_np.argmax(1))
+    segmentation = model in synthetic.SEGMENTATION
+    target = torch.from_numpy(y_np if segmentation else y_np.argmax(1))
     if data_format == "channels_last":
         net = net.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
-    if model == "resnet20":
+    if model in ("resnet20", "mobilenet_v2", "unet"):
         optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     elif model == "mnist_cnn":
         optimizer = torch.optim.Adadelta(net.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     else:
         optimizer = torch.optim.RMSprop(net.parameters(), lr=1e-4, alpha=0.9, eps=1e-7)
-    loss_fn = torch.nn.CrossEntropyLoss()
+    # the models end in logits: the loss applies the softmax / sigmoid, fused, as kiln's does
+    loss_fn = torch.nn.BCEWithLogitsLoss() if segmentation else torch.nn.CrossEntropyLoss()
     net.train(mode == "train")  # before compiling: a mode change would recompile
     if compile:
         net = torch.compile(net)  # same parameters as the optimizer's; compiles on first call
