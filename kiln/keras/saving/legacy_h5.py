@@ -27,6 +27,14 @@ import numpy as np
 
 from .atomic_file import atomic_path
 from .h5_reading import get_group, read_array
+from .legacy_weights import (
+    BACKEND,
+    KERAS_VERSION,
+    attribute,
+    load_layer_weights,
+    write_layer_weights,
+    write_named_arrays,
+)
 from .model_config import compile_from_config, has_graph, serialize_model
 from .optimizer_variables import (
     check_keras_variables,
@@ -34,10 +42,8 @@ from .optimizer_variables import (
     set_keras_variables,
     slot_order,
 )
-from .saveable_paths import own_variables
 from .serialization import deserialize_layer
 
-KERAS_VERSION, BACKEND = "2.15.0", "tensorflow"  # what tf.keras 2 writes; Keras 3 reads it
 # Keras 3's slot names -> tf.keras 2's
 _KERAS2_SLOTS = {"momentum": "momentum", "velocity": "v", "velocity_hat": "vhat",
                  "accumulator": "accumulator", "accumulated_grad": "accum_grad",
@@ -105,8 +111,6 @@ def save_legacy_h5(model, filepath, include_optimizer=True):
             "loss", "metrics", "weighted_metrics", "loss_weights")}
         training_config["optimizer_config"] = {"class_name": optimizer["class_name"],
                                                "config": optimizer["config"]}
-    layers = [(layer.name, [(f"{layer.name}/{w.name}:0", w.numpy())
-                            for w in own_variables(layer)]) for layer in model.layers]
     optimizer_weights = _keras2_optimizer_weights(model) if training_config else []
     with atomic_path(filepath) as temporary:
         with h5py.File(temporary, "w") as h5:
@@ -115,20 +119,9 @@ def save_legacy_h5(model, filepath, include_optimizer=True):
             h5.attrs["model_config"] = json.dumps(model_config).encode("utf8")
             if training_config is not None:
                 h5.attrs["training_config"] = json.dumps(training_config).encode("utf8")
-            group = h5.create_group("model_weights")
-            group.attrs["layer_names"] = [name.encode("utf8") for name, _ in layers]
-            group.attrs["backend"] = BACKEND.encode("utf8")
-            group.attrs["keras_version"] = KERAS_VERSION.encode("utf8")
-            for name, weights in sorted(layers):
-                _write_weights(group.create_group(name), weights)
+            write_layer_weights(h5.create_group("model_weights"), model)
             if optimizer_weights:
-                _write_weights(h5.create_group("optimizer_weights"), optimizer_weights)
-
-
-def _write_weights(group, weights):
-    group.attrs["weight_names"] = [name.encode("utf8") for name, _ in weights]
-    for name, value in weights:
-        group[name] = value
+                write_named_arrays(h5.create_group("optimizer_weights"), optimizer_weights)
 
 
 def _keras2_optimizer_weights(model):
@@ -156,23 +149,8 @@ def _keras2_optimizer_weights(model):
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _attribute(owner, name, filepath):
-    value = owner.attrs.get(name)
-    if value is None:
-        chunks, index = [], 0  # Keras splits long name lists over name0, name1, ...
-        while f"{name}{index}" in owner.attrs:
-            chunks.extend(owner.attrs[f"{name}{index}"])
-            index += 1
-        value = chunks if index else None
-    if isinstance(value, bytes):
-        value = value.decode("utf8")
-    if isinstance(value, np.ndarray):
-        value = [v.decode("utf8") if isinstance(v, bytes) else str(v) for v in value]
-    return value
-
-
 def _json_attribute(h5, name, filepath):
-    text = _attribute(h5, name, filepath)
+    text = attribute(h5, name)
     if text is None:
         return None
     try:
@@ -223,44 +201,15 @@ def _compile_config(training_config):
 
 
 def _load_model_weights(model, h5, filepath):
-    """Layers with weights, in order, against the file's layers with weights, as Keras 2."""
     group = get_group(h5, "model_weights", filepath)
     if group is None:
         raise ValueError(f"load_model: {filepath} has no 'model_weights' group")
-    names = _attribute(group, "layer_names", filepath) or []
-    saved = []
-    for name in names:
-        layer_group = get_group(group, name, filepath)
-        weight_names = [] if layer_group is None else (
-            _attribute(layer_group, "weight_names", filepath) or [])
-        if weight_names:
-            saved.append((name, layer_group, weight_names))
-    layers = [layer for layer in model.layers if own_variables(layer)]
-    if len(saved) != len(layers):
-        raise ValueError(f"load_model: {filepath} holds weights for {len(saved)} layers "
-                         f"{[name for name, _, _ in saved]}, the model has {len(layers)} "
-                         f"layers with weights {[layer.name for layer in layers]}")
-    assignments = []
-    for layer, (name, layer_group, weight_names) in zip(layers, saved, strict=True):
-        expected = own_variables(layer)
-        if len(weight_names) != len(expected):
-            raise ValueError(f"load_model: {filepath}: layer '{name}' holds "
-                             f"{len(weight_names)} weights, {layer.context} expects "
-                             f"{len(expected)} {[w.shape for w in expected]}")
-        for weight, weight_name in zip(expected, weight_names, strict=True):
-            value = read_array(layer_group, weight_name, filepath)
-            if value.shape != weight.shape:
-                raise ValueError(f"load_model: {filepath}: '{name}/{weight_name}' has shape "
-                                 f"{value.shape}, {layer.context} expects {weight.shape} for "
-                                 f"'{weight.name}'")
-            assignments.append((weight, value))
-    for weight, value in assignments:
-        weight.assign(value)
+    load_layer_weights(model, group, filepath)
 
 
 def _load_optimizer(model, h5, filepath):
     group = get_group(h5, "optimizer_weights", filepath)
-    names = _attribute(group, "weight_names", filepath) or []
+    names = attribute(group, "weight_names") or []
     values = [read_array(group, name, filepath) for name in names]
     optimizer = model.optimizer
     if names and os.path.basename(names[0]).startswith("iter:"):

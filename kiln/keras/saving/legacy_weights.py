@@ -1,0 +1,140 @@
+"""Keras 2's layer-weights groups: a legacy `.h5` model file's `model_weights` group and a Keras 2
+weights file (`model.save_weights('w.h5')`), which is the same group at the file's root.
+
+    attrs layer_names       every layer's name, in the model's order
+    <layer name>            attrs weight_names ("conv2d/kernel:0", ...): the layer's weights,
+                            trainable ones first, each a dataset at that path
+
+Reading matches the model's layers that have weights with the file's, in order (Keras 2's
+default: names may differ) or by name (`by_name=True`); every count and shape is checked before
+anything is assigned. `skip_mismatch=True` (with by_name, as Keras requires) skips mismatching
+layers with a warning instead of raising.
+"""
+
+import warnings
+
+import h5py
+import numpy as np
+
+from .atomic_file import atomic_path
+from .h5_reading import get_group, read_array
+from .saveable_paths import own_variables
+
+KERAS_VERSION, BACKEND = "2.15.0", "tensorflow"  # what tf.keras 2 writes; Keras 3 reads it
+
+
+def attribute(owner, name):
+    """A string or list-of-strings attribute (Keras splits long lists over name0, name1...)."""
+    value = owner.attrs.get(name)
+    if value is None:
+        chunks, index = [], 0
+        while f"{name}{index}" in owner.attrs:
+            chunks.extend(owner.attrs[f"{name}{index}"])
+            index += 1
+        value = chunks if index else None
+    if isinstance(value, bytes):
+        value = value.decode("utf8")
+    if isinstance(value, (np.ndarray, list)):
+        value = [v.decode("utf8") if isinstance(v, bytes) else str(v) for v in value]
+    return value
+
+
+def write_layer_weights(group, model):
+    """Fills `group` with the model's layers' weights as Keras 2 lays them out."""
+    layers = [(layer.name, [(f"{layer.name}/{w.name}:0", w.numpy())
+                            for w in own_variables(layer)]) for layer in model.layers]
+    group.attrs["layer_names"] = [name.encode("utf8") for name, _ in layers]
+    group.attrs["backend"] = BACKEND.encode("utf8")
+    group.attrs["keras_version"] = KERAS_VERSION.encode("utf8")
+    for name, weights in sorted(layers):
+        write_named_arrays(group.create_group(name), weights)
+
+
+def write_named_arrays(group, weights):
+    """[(name, array)] as datasets, their names in the `weight_names` attribute."""
+    group.attrs["weight_names"] = [name.encode("utf8") for name, _ in weights]
+    for name, value in weights:
+        group[name] = value
+
+
+def load_layer_weights(model, group, filepath, by_name=False, skip_mismatch=False,
+                       caller="load_model"):
+    """Reads a Keras 2 layer-weights group into `model` (see the module docstring)."""
+    if skip_mismatch and not by_name:
+        raise ValueError(f"{caller}: skip_mismatch=True needs by_name=True for a Keras 2 .h5 "
+                         "weights file (layers are otherwise matched by order), as in Keras")
+    saved = {}
+    for name in attribute(group, "layer_names") or []:
+        layer_group = get_group(group, name, filepath)
+        weight_names = [] if layer_group is None else (
+            attribute(layer_group, "weight_names") or [])
+        if weight_names:
+            saved[name] = (layer_group, weight_names)
+    layers = [layer for layer in model.layers if own_variables(layer)]
+    if by_name:
+        pairs = [(layer, layer.name, saved[layer.name]) for layer in layers
+                 if layer.name in saved]
+    else:
+        if len(saved) != len(layers):
+            raise ValueError(f"{caller}: {filepath} holds weights for {len(saved)} layers "
+                             f"{list(saved)}, the model has {len(layers)} layers with weights "
+                             f"{[layer.name for layer in layers]}")
+        pairs = [(layer, name, entry) for layer, (name, entry)
+                 in zip(layers, saved.items(), strict=True)]
+    assignments, errors = [], []
+    for layer, name, (layer_group, weight_names) in pairs:
+        error = _check(layer, name, layer_group, weight_names, filepath, assignments)
+        if error:
+            errors.append(error)
+    if errors and not skip_mismatch:
+        raise ValueError(f"{caller}: {filepath}: " + "; ".join(errors))
+    if errors:
+        warnings.warn(f"{caller}: skipping layers that do not match {filepath}: "
+                      + "; ".join(errors), stacklevel=3)
+    for weight, value in assignments:
+        weight.assign(value)
+
+
+def _check(layer, name, layer_group, weight_names, filepath, assignments):
+    expected = own_variables(layer)
+    if len(weight_names) != len(expected):
+        return (f"layer '{name}' holds {len(weight_names)} weights, {layer.context} expects "
+                f"{len(expected)} {[w.shape for w in expected]}")
+    pairs = []
+    for weight, weight_name in zip(expected, weight_names, strict=True):
+        value = read_array(layer_group, weight_name, filepath)
+        if value.shape != weight.shape:
+            return (f"'{name}/{weight_name}' has shape {value.shape}, {layer.context} "
+                    f"expects {weight.shape} for '{weight.name}'")
+        pairs.append((weight, value))
+    assignments.extend(pairs)
+    return None
+
+
+# -- Keras 2 weights files --------------------------------------------------------------------
+def save_legacy_weights(model, filepath):
+    """`model.save_weights('w.h5')` as Keras 2 wrote it (layer groups at the root)."""
+    model.weights  # noqa: B018 (builds a model whose input shape is known)
+    with atomic_path(filepath) as temporary:
+        with h5py.File(temporary, "w") as h5:
+            write_layer_weights(h5, model)
+
+
+def load_legacy_weights(model, filepath, by_name=False, skip_mismatch=False):
+    """`model.load_weights('w.h5')` for a Keras 2 weights file, or the weights of a Keras 2
+    model file (its `model_weights` group)."""
+    model.weights  # noqa: B018 (builds a model whose input shape is known)
+    if not model.built:
+        raise ValueError(f"load_weights: {model.context} has not been built yet: call it on "
+                         "data or use build() first, so that its weights exist")
+    try:
+        h5 = h5py.File(filepath, "r")
+    except OSError as error:
+        raise ValueError(f"load_weights: {filepath} is not a readable HDF5 file "
+                         f"({error})") from error
+    with h5:
+        group = get_group(h5, "model_weights", filepath) if "model_weights" in h5 else h5
+        if "layer_names" not in group.attrs and "layer_names0" not in group.attrs:
+            raise ValueError(f"load_weights: {filepath} is not a Keras 2 weights file (no "
+                             "layer_names attribute)")
+        load_layer_weights(model, group, filepath, by_name, skip_mismatch, "load_weights")

@@ -1,0 +1,82 @@
+"""Keras 2 `.h5` weights files (kiln.keras.saving.legacy_weights): written as Keras 2 wrote
+them, read by real Keras 3's `load_weights` (which still reads Keras 2 files), Keras 2 files
+read by layer order or by name, with skip_mismatch; the weights of a Keras 2 model file too."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the shared real-Keras helper
+sys.path.insert(0, str(Path(__file__).parent))
+
+import h5py  # noqa: E402
+import keras_oracle  # noqa: E402
+import models_for_saving  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from kiln import keras as kk  # noqa: E402
+from kiln.keras.saving.legacy_weights import (  # noqa: E402
+    load_legacy_weights,
+    save_legacy_weights,
+)
+
+pytestmark = pytest.mark.usefixtures("kiln_keras_env")
+
+
+@pytest.mark.parametrize("name", ["sequential_cnn", "resnet_block"])
+def test_keras_reads_kiln_weights_file(tmp_path, name):
+    keras = keras_oracle.real_keras()
+    ours = models_for_saving.BUILDERS[name](kk)
+    save_legacy_weights(ours, tmp_path / "w.h5")
+    with h5py.File(tmp_path / "w.h5") as h5:
+        assert [getattr(n, "decode", lambda: n)() for n in h5.attrs["layer_names"]] == [
+            layer.name for layer in ours.layers]
+    theirs = models_for_saving.BUILDERS[name](keras)
+    theirs.load_weights(tmp_path / "w.h5")
+    x, _ = models_for_saving.data()
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0),
+                               rtol=keras_oracle.RTOL, atol=keras_oracle.ATOL)
+
+
+def test_by_order_by_name_and_skip_mismatch(tmp_path):
+    source = models_for_saving.sequential_cnn(kk)
+    save_legacy_weights(source, tmp_path / "w.h5")
+    # by order: other names, same architecture
+    target = models_for_saving.sequential_cnn(kk)
+    load_legacy_weights(target, tmp_path / "w.h5")
+    for a, b in zip(target.get_weights(), source.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # by name: only the layers whose names are in the file
+    L = kk.layers
+    first = source.layers[0].name
+    partial = kk.Sequential([kk.Input((8, 8, 3)), L.Conv2D(4, 3, padding="same", name=first),
+                             L.Flatten(), L.Dense(2, name="new_head")])
+    partial.build()
+    head_before = partial.layers[-1].get_weights()
+    load_legacy_weights(partial, tmp_path / "w.h5", by_name=True)
+    np.testing.assert_array_equal(partial.layers[0].get_weights()[0],
+                                  source.layers[0].get_weights()[0])
+    np.testing.assert_array_equal(partial.layers[-1].get_weights()[0], head_before[0])
+    # a shape mismatch: an error naming the weight, or skipped with a warning
+    wrong = kk.Sequential([kk.Input((8, 8, 3)), L.Conv2D(5, 3, name=first)])
+    with pytest.raises(ValueError, match=rf"{first}/kernel:0.*\(3, 3, 3, 4\)"):
+        load_legacy_weights(wrong, tmp_path / "w.h5", by_name=True)
+    with pytest.warns(UserWarning, match="skipping"):
+        load_legacy_weights(wrong, tmp_path / "w.h5", by_name=True, skip_mismatch=True)
+    with pytest.raises(ValueError, match="by_name=True"):
+        load_legacy_weights(wrong, tmp_path / "w.h5", skip_mismatch=True)
+    with pytest.raises(ValueError, match="holds weights for 4 layers"):
+        load_legacy_weights(wrong, tmp_path / "w.h5")
+
+
+def test_weights_of_a_keras2_model_file(tmp_path):
+    source = models_for_saving.resnet_block(kk)
+    source.save(tmp_path / "m.h5")
+    target = models_for_saving.resnet_block(kk)
+    load_legacy_weights(target, tmp_path / "m.h5")
+    for a, b in zip(target.get_weights(), source.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    with h5py.File(tmp_path / "other.h5", "w") as h5:
+        h5["x"] = np.zeros(2)
+    with pytest.raises(ValueError, match="other.h5.*not a Keras 2 weights file"):
+        load_legacy_weights(target, tmp_path / "other.h5")
