@@ -18,7 +18,6 @@ against the rebuilt model before any is assigned. A failure is a ValueError nami
 import datetime
 import io
 import json
-import os
 import warnings
 import zipfile
 
@@ -188,7 +187,3 @@ def _load_optimizer(model, h5_file, filepath):
                       f"'{object_name(model.optimizer)}': {problem}", stacklevel=4)
         return
     set_keras_variables(model, values)
-
-
-def is_keras_zip(filepath):
-    return os.fspath(filepath).endswith(".keras") or zipfile.is_zipfile(filepath)
