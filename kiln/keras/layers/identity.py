@@ -1,0 +1,16 @@
+"""Identity layer (`keras.layers.Identity`): returns its input; no data moves."""
+
+from ...graph.symbolic import apply
+from ...ops.identity import Identity as IdentityOp
+from .base_layer import Layer
+
+
+class Identity(Layer):
+    """No arguments besides the base layer's."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.op = IdentityOp(self.name)
+
+    def call(self, inputs):
+        return apply(self.op, inputs)

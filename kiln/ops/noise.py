@@ -1,0 +1,180 @@
+"""Training-time noise layers: GaussianNoise (x + N(0, stddev)), GaussianDropout
+(x * N(1, sqrt(rate / (1 - rate)))) and SpatialDropout2D (whole channels of an image dropped,
+the rest scaled by 1 / (1 - rate)). All are the identity in inference plans.
+
+oneDNN has no random numbers: numba kernels draw them from a counter-based hash of the element
+index and a per-step salt (as dropout.py), so no generator state is kept per thread, the
+draws do not depend on the layout or on the thread count, and a backward can draw the same
+numbers again instead of keeping them. SpatialDropout2D draws one mask value per (image,
+channel) and applies it with oneDNN's broadcasting binary mul, in any layout, both ways.
+"""
+
+import numpy as np
+
+from ..binding import constants as dnnl
+from ..binding.memory import MemoryDesc, layout_key
+from ..binding.primitive import PrimitiveDesc, default_attributes
+from .base import Op
+from .dropout import _mix64, keep_threshold, step_salt
+from .numba_config import PARALLEL, SERIAL, njit, prange
+
+TWO_PI = np.float32(2.0 * np.pi)
+
+
+@njit(inline="always", **SERIAL)
+def _normal(index, salt):
+    """A standard normal draw for element `index` (Box-Muller on two 24-bit uniforms)."""
+    h = _mix64(np.uint64(index) ^ salt)
+    u1 = (np.float32(h >> np.uint64(40)) + np.float32(0.5)) * np.float32(1.0 / (1 << 24))
+    u2 = (np.float32(h & np.uint64(0xFFFFFF)) + np.float32(0.5)) * np.float32(1.0 / (1 << 24))
+    return np.sqrt(np.float32(-2.0) * np.log(u1)) * np.cos(TWO_PI * u2)
+
+
+@njit(**SERIAL)
+def next_salt(counter, salt):
+    """This step's salt into salt[0]; counter = [seed, step] advances."""
+    salt[0] = step_salt(counter)
+    counter[1] += np.uint64(1)
+
+
+@njit(**PARALLEL)
+def gaussian_noise_kernel(x, y, stddev, salt):
+    s = salt[0]
+    for i in prange(x.size):
+        y[i] = x[i] + stddev * _normal(i, s)
+
+
+@njit(**PARALLEL)
+def gaussian_dropout_kernel(x, y, stddev, salt):
+    """y = x * (1 + stddev * z); also the backward, dx = dy * (1 + stddev * z), same salt."""
+    s = salt[0]
+    for i in prange(x.size):
+        y[i] = x[i] * (np.float32(1.0) + stddev * _normal(i, s))
+
+
+@njit(**SERIAL)
+def channel_mask_kernel(mask, threshold, scale, counter):
+    """mask[j] = scale when (image, channel) j is kept, else 0; a new draw every step."""
+    salt = step_salt(counter)
+    for j in range(mask.size):
+        bits = _mix64(np.uint64(j) ^ salt) >> np.uint64(48)
+        mask[j] = scale if bits >= threshold else np.float32(0.0)
+    counter[1] += np.uint64(1)
+
+
+def _counter(seed):
+    seed = np.random.randint(0, 2**62) if seed is None else seed
+    return np.array([int(seed) % 2**64, 0], dtype=np.uint64)  # [seed, step]
+
+
+def _check_f32(x, who):
+    if x.memory.desc.data_type != dnnl.f32:
+        raise ValueError(f"{who}: bfloat16 activations are not supported yet (use the "
+                         "float32 policy for this layer)")
+
+
+class GaussianNoise(Op):
+    """Args: name, stddev (>= 0), seed (int or None)."""
+
+    def __init__(self, name, stddev, seed=None):
+        self.name, self.stddev = name, float(stddev)
+        self.counter, self.salt = _counter(seed), np.zeros(1, np.uint64)
+
+    def output_dims(self, input_dims):
+        return tuple(input_dims)
+
+    def forward(self, builder, x, need_input_grad=True):
+        if not builder.training or self.stddev == 0:
+            return x, lambda output_grad: output_grad
+        _check_f32(x, f"GaussianNoise '{self.name}'")
+        output = builder.allocate(x.memory.desc)
+        builder.add_forward(builder.kernel(next_salt, (self.counter, self.salt),
+                                           f"{self.name} salt"))
+        builder.add_forward(builder.memory_kernel(
+            gaussian_noise_kernel, (x.memory, output, np.float32(self.stddev), self.salt),
+            f"{self.name} forward"))
+        return x.with_memory(output), lambda output_grad: output_grad
+
+
+class GaussianDropout(Op):
+    """Args: name, rate (in [0, 1)), seed (int or None)."""
+
+    def __init__(self, name, rate, seed=None):
+        self.name, self.rate = name, float(rate)
+        self.counter, self.salt = _counter(seed), np.zeros(1, np.uint64)
+
+    def output_dims(self, input_dims):
+        return tuple(input_dims)
+
+    def forward(self, builder, x, need_input_grad=True):
+        if not builder.training or self.rate == 0:
+            return x, lambda output_grad: output_grad
+        _check_f32(x, f"GaussianDropout '{self.name}'")
+        desc = x.memory.desc
+        stddev = np.float32(np.sqrt(self.rate / (1.0 - self.rate)))
+        output = builder.allocate(desc)
+        builder.add_forward(builder.kernel(next_salt, (self.counter, self.salt),
+                                           f"{self.name} salt"))
+        builder.add_forward(builder.memory_kernel(
+            gaussian_dropout_kernel, (x.memory, output, stddev, self.salt),
+            f"{self.name} forward"))
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
+            input_grad = grad if builder.writable(grad) else builder.allocate(desc)
+            builder.add_backward(builder.memory_kernel(
+                gaussian_dropout_kernel, (grad, input_grad, stddev, self.salt),
+                f"{self.name} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward
+
+
+class SpatialDropout2D(Op):
+    """Args: name, rate (in [0, 1)), seed (int or None)."""
+
+    def __init__(self, name, rate, seed=None):
+        self.name, self.rate = name, float(rate)
+        self.counter = _counter(seed)
+
+    def output_dims(self, input_dims):
+        return tuple(input_dims)
+
+    def forward(self, builder, x, need_input_grad=True):
+        if not builder.training or self.rate == 0:
+            return x, lambda output_grad: output_grad
+        if len(x.dims) != 4 or x.flattened:
+            raise ValueError(f"SpatialDropout2D '{self.name}': expected a 4D input, got shape "
+                             f"{x.keras_shape}")
+        _check_f32(x, f"SpatialDropout2D '{self.name}'")
+        desc = x.memory.desc
+        n, c = x.dims[:2]
+        mask_desc = MemoryDesc.with_tag((n, c, 1, 1), dnnl.f32, dnnl.abcd)
+        mask = builder.keep(builder.allocate(mask_desc))
+        builder.add_forward(builder.memory_kernel(
+            channel_mask_kernel, (mask, keep_threshold(self.rate),
+                                  np.float32(1.0 / (1.0 - self.rate)), self.counter),
+            f"{self.name} mask"))
+        multiply = builder.primitive(("binary mul", layout_key(desc), layout_key(mask_desc)),
+                                     lambda: PrimitiveDesc(
+            "dnnl_binary_primitive_desc_create", "binary mul",
+            f"SpatialDropout2D '{self.name}' {desc}", dnnl.binary_mul, desc.handle,
+            mask_desc.handle, desc.handle, default_attributes().handle))
+        output = builder.allocate(desc)
+        builder.add_forward(builder.bind(multiply, {dnnl.ARG_SRC: x.memory, dnnl.ARG_SRC_1: mask,
+                                                    dnnl.ARG_DST: output},
+                                         f"{self.name} forward"))
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
+            input_grad = grad if builder.writable(grad) else builder.allocate(desc)
+            builder.add_backward(builder.bind(multiply, {
+                dnnl.ARG_SRC: grad, dnnl.ARG_SRC_1: mask, dnnl.ARG_DST: input_grad},
+                f"{self.name} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward
