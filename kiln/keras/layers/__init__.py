@@ -1,6 +1,7 @@
 """Keras layers (`keras.layers`)."""
 
 from .activation import Activation
+from .activity_regularization import ActivityRegularization
 from .base_layer import Layer
 from .batch_normalization import BatchNormalization
 from .conv1d import Conv1D
@@ -12,7 +13,10 @@ from .depthwise_conv2d import DepthwiseConv2D
 from .dropout import Dropout
 from .elu import ELU
 from .flatten import Flatten
+from .gaussian_dropout import GaussianDropout
+from .gaussian_noise import GaussianNoise
 from .global_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
+from .identity import Identity
 from .input_layer import Input, InputLayer
 from .leaky_relu import LeakyReLU
 from .merge import (
@@ -31,13 +35,16 @@ from .merge import (
                     multiply,
                     subtract,
 )
+from .normalization import Normalization
 from .permute import Permute
 from .pooling import AveragePooling2D, MaxPooling2D
 from .prelu import PReLU
 from .relu import ReLU
+from .rescaling import Rescaling
 from .reshape import Reshape
 from .separable_conv2d import SeparableConv2D
 from .softmax import Softmax
+from .spatial_dropout2d import SpatialDropout2D
 from .up_sampling2d import UpSampling2D
 from .zero_padding2d import ZeroPadding2D
 
@@ -60,4 +67,6 @@ GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
 __all__ += ["ELU", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",
             "GlobalMaxPooling2D", "LeakyReLU", "PReLU", "ReLU", "Softmax", "Cropping2D",
-            "Permute", "Reshape", "UpSampling2D", "ZeroPadding2D"]
+            "Permute", "Reshape", "UpSampling2D", "ZeroPadding2D", "ActivityRegularization",
+            "GaussianDropout", "GaussianNoise", "Identity", "Normalization", "Rescaling",
+            "SpatialDropout2D"]
