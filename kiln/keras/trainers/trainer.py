@@ -28,13 +28,14 @@ class Trainer(BatchMethods):
         if kwargs:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(kwargs)}")
         self._build_if_possible()
+        self.compiled = False  # until the losses resolve (a loss without a kernel raises)
         self.loss, self.loss_weights = loss, loss_weights
         self._compile_loss = CompileLoss(loss, loss_weights)
         self._compile_metrics = CompileMetrics(metrics, weighted_metrics)
         self.optimizer = optimizers_module.get(optimizer)
-        self.compiled = True
         if self.built:
             self._make_loss_head()
+        self.compiled = True
         self._plans = {key: plan for key, plan in self._plans.items() if key[0] is False}
 
     def _build_if_possible(self):
