@@ -25,12 +25,28 @@ from ..ops import (
 )
 from ..ops.batch_norm_folding import fold_into_conv
 from ..ops.conv2d_residual import Conv2DResidual
+from ..ops.eltwise import known as known_activation
+from ..ops.eltwise import post_ops
 from .symbolic import Node
 
 
 def fold_activation(producer, consumer):
     """Conv2D/Dense without activation + Activation(relu|tanh|sigmoid) -> one op."""
     if (isinstance(consumer, Activation) and consumer.activation in FUSABLE
+            and isinstance(producer, (Conv2D, Dense))
+            and producer.activation in (None, "linear")):
+        merged = copy.copy(producer)
+        merged.activation = consumer.activation
+        return merged
+    return None
+
+
+def fold_activation_for_inference(producer, consumer):
+    """Conv2D/Dense without activation + any activation oneDNN has post-ops for (gelu, silu,
+    mish, hard_silu, ...) -> one op, in inference plans only: training keeps the activations
+    whose backward needs their input (not their output) separate (see ops/eltwise.py)."""
+    if (isinstance(consumer, Activation) and known_activation(consumer.activation)
+            and post_ops(consumer.activation) is not None
             and isinstance(producer, (Conv2D, Dense))
             and producer.activation in (None, "linear")):
         merged = copy.copy(producer)
@@ -92,7 +108,7 @@ def fold_residual_add(producers, consumer, writable):
 
 
 RULES = (fold_activation, fold_relu, fold_pool_dropout)
-INFERENCE_RULES = (fold_batch_norm, fold_residual_add)
+INFERENCE_RULES = (fold_batch_norm, fold_activation_for_inference, fold_residual_add)
 # rules over a consumer with several inputs; they run once the one-input rules are done, so
 # a batch norm is folded into its convolution and a relu into its add before
 MERGE_RULES = (fold_residual_add,)

@@ -114,3 +114,27 @@ def test_activation_functions_compute_keras_values():
         ours = getattr(kk.activations, name)(x)
         theirs = np.asarray(getattr(keras.activations, name)(x))
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_activations_without_an_output_backward_fuse_in_inference_only():
+    """gelu's derivative needs its input, which a fused conv does not keep: training plans run
+    it as its own op, inference plans as a post-op of the convolution."""
+    from kiln.graph.fusion import INFERENCE_RULES, RULES, fuse
+    from kiln.ops import Activation
+
+    kk.backend.clear_session()
+    model = conv_model("gelu", CL)(kk)
+    training_ops = fuse(model.graph, RULES).ops
+    inference_ops = fuse(model.graph, RULES + INFERENCE_RULES).ops
+    def activations(ops):  # the Dense head's softmax stays an op of its own
+        return [op.activation for op in ops if isinstance(op, Activation)]
+
+    assert activations(training_ops) == ["gelu", "softmax"]
+    assert activations(inference_ops) == ["softmax"]
+    x = np.random.default_rng(0).normal(size=(4, 5, 5, 2)).astype(np.float32)
+    conv = model.layers[1]
+    kernel, bias = conv.get_weights()
+    windows = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))
+    z = np.einsum("nijcab,abco->nijo", windows, kernel) + bias
+    features = kk.Model(model.inputs, conv.output).predict(x, verbose=0)
+    np.testing.assert_allclose(features, kk.activations.gelu(z), rtol=1e-5, atol=1e-5)
