@@ -54,6 +54,10 @@ MODELS = {
         L.DepthwiseConv2D(3, dilation_rate=2, padding="same", use_bias=False, **f),
         L.BatchNormalization(axis=-1 if f["data_format"] == CL else 1),
         L.Activation("relu6")], (7, 7, 4)),
+    # Keras takes strides with dilation in the depthwise layers (not in Conv2D)
+    "depthwise-strided-dilated": (lambda L, f: [
+        L.SeparableConv2D(4, 3, strides=2, dilation_rate=2, padding="same", **f),
+        L.DepthwiseConv2D(2, strides=2, dilation_rate=2, **f)], (9, 10, 3)),
     "separable": (lambda L, f: [L.SeparableConv2D(5, 3, padding="same", depth_multiplier=2,
                                                   activation="relu", **f),
                                 L.SeparableConv2D(3, 2, strides=2, use_bias=False, **f)],
