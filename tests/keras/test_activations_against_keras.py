@@ -138,3 +138,9 @@ def test_activations_without_an_output_backward_fuse_in_inference_only():
     z = np.einsum("nijcab,abco->nijo", windows, kernel) + bias
     features = kk.Model(model.inputs, conv.output).predict(x, verbose=0)
     np.testing.assert_allclose(features, kk.activations.gelu(z), rtol=1e-5, atol=1e-5)
+
+
+def test_keras2_alpha_of_leaky_relu_is_its_negative_slope():
+    with pytest.warns(UserWarning, match="alpha"):
+        layer = kk.layers.LeakyReLU(alpha=0.1)
+    assert layer.get_config()["negative_slope"] == 0.1
