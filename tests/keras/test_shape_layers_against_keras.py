@@ -87,3 +87,38 @@ def test_reshape_of_wrong_size_is_rejected():
     inputs = kk.Input((4, 4, 2))
     with pytest.raises(ValueError, match="Reshape 'reshape': argument target_shape"):
         kk.layers.Reshape((5, 5), name="reshape")(inputs)
+
+
+def test_a_model_of_these_layers_saves_and_loads_in_kiln_and_keras(tmp_path):
+    """get_config of every new layer is Keras's: a kiln .keras file rebuilds the same model in
+    kiln and in real Keras (same predictions)."""
+    import numpy as np
+    from keras_oracle import real_keras
+
+    keras = real_keras()
+    L = kk.layers
+    inputs = kk.Input((8, 8, 3))
+    x = L.Rescaling(1 / 255.0)(inputs)
+    x = L.ZeroPadding2D(1)(x)
+    x = L.Conv2D(4, 3, activation="relu6")(x)
+    x = L.PReLU(alpha_initializer="ones", shared_axes=[1, 2])(x)
+    x = L.SpatialDropout2D(0.2)(x)
+    x = L.UpSampling2D(interpolation="bilinear")(x)
+    x = L.Cropping2D(2)(x)
+    x = L.ReLU(max_value=3.0, negative_slope=0.1)(x)
+    x = L.Permute((2, 1, 3))(x)
+    x = L.GlobalMaxPooling2D(keepdims=True)(x)
+    x = L.Reshape((4,))(x)
+    x = L.GaussianDropout(0.1)(x)
+    x = L.Identity()(x)
+    x = L.Dense(3, activation="gelu")(x)
+    x = L.Softmax()(x)
+    model = kk.Model(inputs, x)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    data = np.random.default_rng(0).uniform(0, 255, size=(2, 8, 8, 3)).astype(np.float32)
+    expected = model.predict(data, verbose=0)
+    np.testing.assert_allclose(kk.models.load_model(path).predict(data, verbose=0), expected,
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(keras.models.load_model(path).predict(data, verbose=0), expected,
+                               rtol=1e-4, atol=1e-6)
