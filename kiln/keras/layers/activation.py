@@ -7,7 +7,9 @@ from .base_layer import Layer
 
 
 class Activation(Layer):
-    """Applies an activation: relu, tanh, sigmoid, linear or softmax (on the last axis)."""
+    """Applies an activation by its Keras name or function (every one of
+    `kiln.keras.activations`; softmax and log_softmax on the last axis). After a Conv2D or
+    Dense it fuses into that layer's primitive where oneDNN can (see kiln/ops/eltwise.py)."""
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
