@@ -100,6 +100,8 @@ def _from_config(identifier, context, argument):
     """A Keras 3 / Keras 2 config dict: the class by name; its seed is not used (a loaded
     model's weights come from the file), other values must be the defaults kiln implements."""
     class_name = identifier.get("class_name")
+    if class_name == "VarianceScaling":  # how Keras 2.0-2.2 saved glorot_* and he_*
+        return _variance_scaling(identifier.get("config") or {}, context, argument)
     name = _BY_CLASS_NAME.get(class_name) or (class_name if class_name in ALL else None)
     if name is None:
         raise ValueError(f"{context}: argument {argument} has an unknown initializer class "
@@ -110,6 +112,25 @@ def _from_config(identifier, context, argument):
             raise ValueError(f"{context}: argument {argument}: {class_name} with {key}={value!r}"
                              f" is not supported yet; expected {key}={defaults.get(key)!r}")
     return ALL[name]
+
+
+# VarianceScaling's (scale, mode, distribution) that are one of kiln's initializers
+_VARIANCE_SCALING = {(1.0, "fan_avg", "uniform"): "glorot_uniform",
+                     (1.0, "fan_avg", "normal"): "glorot_normal",
+                     (1.0, "fan_avg", "truncated_normal"): "glorot_normal",
+                     (2.0, "fan_in", "normal"): "he_normal",
+                     (2.0, "fan_in", "truncated_normal"): "he_normal",
+                     (2.0, "fan_in", "uniform"): "he_uniform"}
+
+
+def _variance_scaling(config, context, argument):
+    key = (float(config.get("scale", 1.0)), config.get("mode", "fan_in"),
+           config.get("distribution", "truncated_normal"))
+    if key not in _VARIANCE_SCALING:
+        raise ValueError(f"{context}: argument {argument}: VarianceScaling with scale, mode, "
+                         f"distribution = {key} is not supported yet; kiln has "
+                         f"{sorted(set(_VARIANCE_SCALING.values()))}")
+    return ALL[_VARIANCE_SCALING[key]]
 
 
 def get(identifier, context, argument="initializer"):
