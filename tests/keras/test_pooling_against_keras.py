@@ -81,3 +81,9 @@ def test_global_pooling_rejects_bad_arguments():
         kk.layers.GlobalAveragePooling2D(keepdims="yes")
     with pytest.raises(ValueError, match="data_format"):
         kk.layers.GlobalMaxPooling2D(data_format="nhwc")
+
+
+@pytest.mark.parametrize("argument", ["pool_size", "strides"])
+def test_pooling_sizes_must_be_positive(argument):
+    with pytest.raises(ValueError, match=f"MaxPooling2D 'p': argument {argument} must be ints"):
+        kk.layers.MaxPooling2D(**{argument: 0}, name="p")

@@ -15,6 +15,10 @@ class _Pooling2D(Layer):
         self.pool_size = pair(pool_size, self.context, "pool_size")
         self.strides = self.pool_size if strides is None else pair(strides, self.context,
                                                                    "strides")
+        for argument, value in (("pool_size", self.pool_size), ("strides", self.strides)):
+            if min(value) <= 0:
+                raise ValueError(f"{self.context}: argument {argument} must be ints > 0, got "
+                                 f"{value}")
         self.padding = check_choice(padding, ("valid", "same"), self.context, "padding")
         self.data_format = backend.normalize_data_format(data_format, self.context)
         self.op = ops.Pooling2D(self.name, self.mode, self.pool_size, self.strides, self.padding)
