@@ -212,8 +212,10 @@ def _load_optimizer(model, h5, filepath):
     names = attribute(group, "weight_names") or []
     values = [read_array(group, name, filepath) for name in names]
     optimizer = model.optimizer
-    if names and os.path.basename(names[0]).startswith("iter:"):
-        values = _from_keras2_order(model, names, values)
+    # Keras 3 writes its own variable list ("adam/iteration", "adam/learning_rate", ...);
+    # Keras 2 its optimizer's weights, slot by slot
+    if values and not any(os.path.basename(name).startswith("iteration") for name in names):
+        values = _from_keras2_order(model, values)
     problem = check_keras_variables(model, values, f"load_model: {filepath}") if values \
         else "no optimizer weights"
     if problem is not None:
@@ -223,13 +225,16 @@ def _load_optimizer(model, h5, filepath):
     set_keras_variables(model, values)
 
 
-def _from_keras2_order(model, names, values):
-    """tf.keras's [iter, slot by slot] as Keras 3's [iteration, learning_rate, interleaved]."""
+def _from_keras2_order(model, values):
+    """Keras 2's [iterations, slot by slot] as Keras 3's [iteration, learning_rate,
+    interleaved]. tf.keras saved `iter` first; Keras 2.2's RMSprop and Adagrad saved no
+    iteration count (it restarts at 0 then, as it did in Keras 2)."""
     optimizer = model.optimizer
-    head = [values[0]]
+    counted = np.ndim(values[0]) == 0
+    head = [values[0] if counted else np.asarray(0, np.int64)]
     if optimizer._schedule is None:
         head.append(np.asarray(float(np.asarray(optimizer.learning_rate)), np.float32))
-    rest = values[1:]
+    rest = values[1:] if counted else values
     groups = slot_order(optimizer, optimizer._updater.slot_names())
     count = len(model.trainable_weights)
     if not rest or len(rest) != sum(len(g) for g in groups) * count:

@@ -125,7 +125,7 @@ def test_resume_from_h5_equals_training_in_one_go(tmp_path):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
-def _tf_keras_file(path, kernel, bias, rms, iterations):
+def _tf_keras_file(path, kernel, bias, rms, iterations, keras22=False):
     """What tf.keras 2 wrote for a Keras 2.0-style Sequential (config = its layer list) with
     RMSprop: optimizer weights named '<Optimizer>/iter:0', '<Optimizer>/<weight>/rms:0'."""
     layers = [{"class_name": "Dense", "config": {
@@ -155,12 +155,17 @@ def _tf_keras_file(path, kernel, bias, rms, iterations):
         dense["dense_1/kernel:0"], dense["dense_1/bias:0"] = kernel, bias
         optimizer = h5.create_group("optimizer_weights")
         names = ["RMSprop/iter:0", "RMSprop/dense_1/kernel/rms:0", "RMSprop/dense_1/bias/rms:0"]
+        values = [np.int64(iterations), *rms]
+        if keras22:  # Keras 2.2's RMSprop: its accumulators only, with generic names
+            names = ["training/RMSprop/Variable:0", "training/RMSprop/Variable_1:0"]
+            values = rms
         optimizer.attrs["weight_names"] = [name.encode() for name in names]
-        for name, value in zip(names, [np.int64(iterations), *rms], strict=True):
+        for name, value in zip(names, values, strict=True):
             optimizer[name] = value
 
 
-def test_tf_keras_file_with_rmsprop_slots(tmp_path):
+@pytest.mark.parametrize("keras22", [False, True])
+def test_tf_keras_file_with_rmsprop_slots(tmp_path, keras22):
     """Such a file loads with its slots: one more step equals Keras 3 given the same optimizer
     variables. An initializer kiln does not have is refused by name."""
     keras = keras_oracle.real_keras()
@@ -168,9 +173,10 @@ def test_tf_keras_file_with_rmsprop_slots(tmp_path):
     kernel, bias = random.randn(4, 3).astype("float32"), random.randn(3).astype("float32")
     rms = [random.rand(4, 3).astype("float32"), random.rand(3).astype("float32")]
     path = tmp_path / "keras2.h5"
-    _tf_keras_file(path, kernel, bias, rms, iterations=7)
+    _tf_keras_file(path, kernel, bias, rms, iterations=7, keras22=keras22)
     ours = kk.models.load_model(path)
-    assert int(ours.optimizer.iterations) == 7
+    iterations = 0 if keras22 else 7
+    assert int(ours.optimizer.iterations) == iterations
     np.testing.assert_array_equal(ours.get_weights()[0], kernel)
 
     x = random.rand(6, 4).astype("float32")
@@ -179,7 +185,8 @@ def test_tf_keras_file_with_rmsprop_slots(tmp_path):
     theirs.set_weights([kernel, bias])
     theirs.compile(optimizer=keras.optimizers.RMSprop(0.01), loss="categorical_crossentropy")
     theirs.optimizer.build(theirs.trainable_variables)
-    for variable, value in zip(theirs.optimizer.variables, [7, 0.01, *rms], strict=True):
+    for variable, value in zip(theirs.optimizer.variables, [iterations, 0.01, *rms],
+                               strict=True):
         variable.assign(value)
     _fit(theirs, x, y, batch_size=6)
     _fit(ours, x, y, batch_size=6)
