@@ -289,3 +289,26 @@ def test_random_damage_is_a_clear_error_or_a_whole_model(tmp_path, suffix):
             assert len(loaded.get_weights()) == len(model.get_weights())
             outcomes["loaded"] += 1
     assert outcomes["error"] > 0
+
+
+def test_loss_and_metric_objects_and_sgd_momentum_cross_over(tmp_path):
+    """compile() with a Loss object, Metric objects, a loss function as a metric and SGD with
+    momentum: Keras evaluates kiln's file to the same numbers and trains on identically."""
+    keras = keras_oracle.real_keras()
+    x, y = models_for_saving.data()
+    ours = models_for_saving.sequential_cnn(kk)
+    ours.compile(optimizer=kk.optimizers.SGD(0.1, momentum=0.9),
+                 loss=kk.losses.CategoricalCrossentropy(label_smoothing=0.1),
+                 metrics=[kk.metrics.CategoricalAccuracy(), kk.losses.categorical_crossentropy,
+                          "mse"])
+    _fit(ours, x, y)
+    ours.save(tmp_path / "objects.keras")
+    theirs = keras.models.load_model(tmp_path / "objects.keras")
+    assert theirs.evaluate(x, y, verbose=0, return_dict=True) == pytest.approx(
+        ours.evaluate(x, y, verbose=0, return_dict=True), rel=1e-5)
+    reloaded = kk.models.load_model(tmp_path / "objects.keras")
+    for model in (ours, theirs, reloaded):
+        _fit(model, x, y)
+    _weights_close(theirs, ours, "Keras after one more epoch")
+    for a, b in zip(reloaded.get_weights(), ours.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
