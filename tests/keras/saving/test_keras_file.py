@@ -312,3 +312,18 @@ def test_loss_and_metric_objects_and_sgd_momentum_cross_over(tmp_path):
     _weights_close(theirs, ours, "Keras after one more epoch")
     for a, b in zip(reloaded.get_weights(), ours.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_decompression_bomb_refused(tmp_path, monkeypatch):
+    """An entry that expands more than 100 times past Keras's 4 GiB floor is refused before it
+    is read (the floor lowered here so the test file stays small)."""
+    from kiln.keras.saving import keras_file
+
+    entries = _saved(tmp_path)
+    path = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data + (b" " * 200_000 if name == "config.json" else b""))
+    monkeypatch.setattr(keras_file, "_BOMB_FLOOR_BYTES", 1000)
+    with pytest.raises(ValueError, match="bomb.keras.*decompression bomb"):
+        kk.models.load_model(path)
