@@ -17,6 +17,7 @@ import numpy as np
 
 from kiln import keras
 from kiln.keras import backend as K  # noqa: F401 (unused, as in the Keras example)
+from kiln.keras.callbacks import LearningRateScheduler, ModelCheckpoint, ReduceLROnPlateau
 from kiln.keras.datasets import cifar10
 from kiln.keras.layers import (
     Activation,
@@ -29,22 +30,13 @@ from kiln.keras.layers import (
 )
 from kiln.keras.models import Model
 from kiln.keras.optimizers import Adam
-
-# kiln: needs ModelCheckpoint (open issue: model files)
-# from kiln.keras.callbacks import ModelCheckpoint
-# kiln: needs LearningRateScheduler, ReduceLROnPlateau (open issue: the training loop)
-# from kiln.keras.callbacks import LearningRateScheduler
-# from kiln.keras.callbacks import ReduceLROnPlateau
-# kiln: needs ImageDataGenerator (open issue: the training loop)
-# from kiln.keras.preprocessing.image import ImageDataGenerator
-# kiln: needs kernel_regularizer (open issue: the training loop)
-# from kiln.keras.regularizers import l2
+from kiln.keras.preprocessing.image import ImageDataGenerator
+from kiln.keras.regularizers import l2
 
 # Training parameters
 batch_size = 32  # orig paper trained all networks with batch_size=128
 epochs = 200
-# kiln: needs ImageDataGenerator / fit_generator (open issue: the training loop)
-data_augmentation = False
+data_augmentation = True
 num_classes = 10
 
 # Subtracting pixel mean improves accuracy
@@ -157,9 +149,7 @@ def resnet_layer(inputs,
                   strides=strides,
                   padding='same',
                   kernel_initializer='he_normal',
-                  # kiln: needs kernel_regularizer (open issue: the training loop)
-                  # kernel_regularizer=l2(1e-4),
-                  )
+                  kernel_regularizer=l2(1e-4))
 
     x = inputs
     if conv_first:
@@ -366,24 +356,19 @@ if not os.path.isdir(save_dir):
 filepath = os.path.join(save_dir, model_name)
 
 # Prepare callbacks for model saving and for learning rate adjustment.
-# kiln: needs ModelCheckpoint (open issue: model files)
-# checkpoint = ModelCheckpoint(filepath=filepath,
-#                              monitor='val_acc',
-#                              verbose=1,
-#                              save_best_only=True)
+checkpoint = ModelCheckpoint(filepath=filepath,
+                             monitor='val_acc',
+                             verbose=1,
+                             save_best_only=True)
 
-# kiln: needs LearningRateScheduler (open issue: the training loop)
-# lr_scheduler = LearningRateScheduler(lr_schedule)
+lr_scheduler = LearningRateScheduler(lr_schedule)
 
-# kiln: needs ReduceLROnPlateau (open issue: the training loop)
-# lr_reducer = ReduceLROnPlateau(factor=np.sqrt(0.1),
-#                                cooldown=0,
-#                                patience=5,
-#                                min_lr=0.5e-6)
+lr_reducer = ReduceLROnPlateau(factor=np.sqrt(0.1),
+                               cooldown=0,
+                               patience=5,
+                               min_lr=0.5e-6)
 
-# kiln: needs the three callbacks above (open issue: the training loop / model files)
-# callbacks = [checkpoint, lr_reducer, lr_scheduler]
-callbacks = []
+callbacks = [checkpoint, lr_reducer, lr_scheduler]
 
 # Run training, with or without data augmentation.
 if not data_augmentation:
@@ -397,7 +382,7 @@ if not data_augmentation:
 else:
     print('Using real-time data augmentation.')
     # This will do preprocessing and realtime data augmentation:
-    datagen = ImageDataGenerator(  # noqa: F821 (kiln: needs ImageDataGenerator, see above)
+    datagen = ImageDataGenerator(
         # set input mean to 0 over the dataset
         featurewise_center=False,
         # set each sample mean to 0
