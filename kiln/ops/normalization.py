@@ -31,8 +31,9 @@ def coefficients_kernel(mean, variance, scale, shift, epsilon, invert):
 
 
 class Normalization(Op):
-    """Args: name, axis (a Keras axis), data_format, invert, and either `constants`
-    (mean, variance) arrays of one value per feature, or None: the state weights
+    """Args: name, axis (a Keras axis, or None for one statistic), data_format, invert, and
+    either `constants` (mean, variance) arrays of one value per feature, or None: the state
+    weights
     "<name>/mean" and "<name>/variance" hold them."""
 
     def __init__(self, name, axis=-1, data_format="channels_last", invert=False,
@@ -44,6 +45,9 @@ class Normalization(Op):
         return tuple(input_dims)
 
     def features(self, input_dims):
+        """(logical axis, its length); (None, 1) for axis None: one mean and variance."""
+        if self.axis is None:
+            return None, 1
         axis = logical_axis(self.axis, len(input_dims), self.data_format,
                             f"Normalization '{self.name}'")
         return axis, input_dims[axis]

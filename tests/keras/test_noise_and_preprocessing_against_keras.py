@@ -90,8 +90,9 @@ def test_random_layers_train_the_rest_of_the_model():
     np.testing.assert_array_equal(model.predict(x, verbose=0), model.predict(x, verbose=0))
 
 
+@pytest.mark.parametrize("axis", [-1, None])
 @pytest.mark.parametrize("data_format", [CL, CF])
-def test_normalization_adapt_matches_keras(data_format):
+def test_normalization_adapt_matches_keras(data_format, axis):
     # a layer without data_format on a model input reads it in the default image format
     kk.backend.set_image_data_format(data_format)
     rng = np.random.default_rng(5)
@@ -99,7 +100,7 @@ def test_normalization_adapt_matches_keras(data_format):
     data = (rng.normal(size=(40, *shape)) * [2.0] + 1.5).astype(np.float32)
 
     def build(K):
-        norm = K.layers.Normalization(axis=-1)
+        norm = K.layers.Normalization(axis=axis)
         norm.adapt(data)
         inputs = K.Input(shape)
         x = norm(inputs)
@@ -121,7 +122,7 @@ def test_normalization_adapt_matches_keras(data_format):
     (lambda: kk.layers.SpatialDropout2D(1.0), r"argument rate must be a float in \[0, 1\)"),
     (lambda: kk.layers.ActivityRegularization(l1=-1), "argument l1"),
     (lambda: kk.layers.Rescaling([1.0, 2.0]), "per-channel arrays are not supported"),
-    (lambda: kk.layers.Normalization(axis=None), "several axes or None are not supported"),
+    (lambda: kk.layers.Normalization(axis=(1, 2)), "several axes are not supported"),
     (lambda: kk.layers.Normalization(mean=1.0), "must be given together"),
 ])
 def test_bad_arguments_name_the_layer_and_argument(build, message):

@@ -12,8 +12,8 @@ from .base_layer import Layer
 
 class Normalization(Layer):
     """Args:
-        axis: the one axis whose features keep their own statistics (default -1); kiln does
-            not support several axes or None (one statistic for everything) yet.
+        axis: the one axis whose features keep their own statistics (default -1), or None
+            for one mean and variance over everything; kiln does not support several axes yet.
         mean, variance: the statistics (a float or one value per feature); when omitted, the
             non-trainable weights "mean", "variance" (and Keras's "count") hold them and
             `adapt()` sets them.
@@ -23,27 +23,31 @@ class Normalization(Layer):
     def __init__(self, axis=-1, mean=None, variance=None, invert=False, **kwargs):
         super().__init__(**kwargs)
         single = axis[0] if isinstance(axis, (list, tuple)) and len(axis) == 1 else axis
-        if not is_integer(single):
-            raise ValueError(f"{self.context}: argument axis must be an int or a tuple of one "
-                             f"int (several axes or None are not supported yet), got {axis!r}")
+        if single is not None and not is_integer(single):
+            raise ValueError(f"{self.context}: argument axis must be None, an int or a tuple of "
+                             f"one int (several axes are not supported yet), got {axis!r}")
         if (mean is None) != (variance is None):
             raise ValueError(f"{self.context}: arguments mean and variance must be given "
                              f"together, got mean={mean!r}, variance={variance!r}")
-        self.axis = (int(single),)
+        self.axis = () if single is None else (int(single),)
         self.input_mean, self.input_variance, self.invert = mean, variance, bool(invert)
         constants = None if mean is None else (mean, variance)
         self._constants = constants
         self.op = None
 
+    @property
+    def _axis(self):
+        return self.axis[0] if self.axis else None
+
     def build(self, input_shape):
         rank = len(input_shape)
-        axis = self.axis[0]
-        if not -rank <= axis < rank or axis % rank == 0:
+        axis = self._axis
+        if axis is not None and (not -rank <= axis < rank or axis % rank == 0):
             raise ValueError(f"{self.context}: argument axis must name a feature axis of the "
                              f"input of shape {tuple(input_shape)}, got {axis}")
-        self._features = input_shape[axis]
+        self._features = 1 if axis is None else input_shape[axis]
         if self._constants is None:
-            shape = (self._features,)
+            shape = () if axis is None else (self._features,)
             dims = NormalizationOp.statistics_dims(self._features)
             self.adapt_mean = self.add_weight("mean", shape, initializers.zeros, *dims["mean"],
                                               trainable=False)
@@ -64,15 +68,16 @@ class Normalization(Layer):
         if not self.built:
             self.build(batches[0].shape)
             self.built = True
-        axis = self.axis[0] % batches[0].ndim
-        reduce = tuple(i for i in range(batches[0].ndim) if i != axis)
+        ndim = batches[0].ndim
+        axis = None if self._axis is None else self._axis % ndim
+        reduce = tuple(i for i in range(ndim) if i != axis)
         values = np.concatenate([b.astype(np.float64) for b in batches])
         self.adapt_mean.assign(values.mean(axis=reduce).astype(np.float32))
         self.adapt_variance.assign(values.var(axis=reduce).astype(np.float32))
 
     def call(self, inputs):
         if self.op is None:
-            self.op = NormalizationOp(self.name, self.axis[0], inputs.data_format, self.invert,
+            self.op = NormalizationOp(self.name, self._axis, inputs.data_format, self.invert,
                                       self._constants)
         return apply(self.op, inputs)
 
