@@ -111,6 +111,8 @@ class Trainer(BatchMethods):
         self._stateful_progbar(callback_list, runner.names())
         self.stop_training = False
         callback_list.on_train_begin()
+        # BackupAndRestore sets the epoch to resume from in on_train_begin, as in Keras
+        initial_epoch = getattr(self, "_initial_epoch", None) or initial_epoch
         try:
             for epoch in range(initial_epoch, epochs):
                 runner.reset()
