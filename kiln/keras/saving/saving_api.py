@@ -97,3 +97,17 @@ def model_from_json(json_string, custom_objects=None):
 def model_from_config(config, custom_objects=None):
     """A model from a config dict ({"class_name", "config"}), as keras.models.model_from_config."""
     return deserialize_layer(config, custom_objects, True, "model_from_config")
+
+
+def clone_model(model, input_tensors=None, clone_function=None, **kwargs):
+    """A new model of the same architecture with fresh weights (`keras.models.clone_model`):
+    every layer made again from its config, under the same names."""
+    for argument, value in (("input_tensors", input_tensors),
+                            ("clone_function", clone_function), *kwargs.items()):
+        if value is not None:
+            raise ValueError(f"clone_model: argument {argument} is not supported yet, "
+                             f"expected None, got {value!r}")
+    if not has_graph(model):
+        raise ValueError(f"clone_model: {model.context} is a subclassed model, whose "
+                         "architecture has no config")
+    return type(model).from_config(model.get_config())

@@ -153,3 +153,20 @@ def test_custom_layer_is_refused_by_class_name(tmp_path):
     theirs.save(tmp_path / "layer.keras")
     with pytest.raises(ValueError, match=r"layer 'twice' \(class Doubler\).*keras.ops"):
         kk.models.load_model(tmp_path / "layer.keras")
+
+
+@pytest.mark.parametrize("name", sorted(models_for_saving.BUILDERS))
+def test_clone_model_has_the_architecture_and_fresh_weights(name):
+    model = models_for_saving.BUILDERS[name](kk)
+    clone = kk.models.clone_model(model)
+    assert type(clone) is type(model)
+    assert [(type(a).__name__, a.name, a.trainable) for a in clone.layers] == \
+        [(type(b).__name__, b.name, b.trainable) for b in model.layers]
+    assert [w.shape for w in clone.weights] == [w.shape for w in model.weights]
+    assert not all(np.array_equal(a, b) for a, b in zip(clone.get_weights(), model.get_weights(),
+                                                         strict=True))
+    clone.set_weights(model.get_weights())
+    x, _ = models_for_saving.data()
+    np.testing.assert_array_equal(clone.predict(x, verbose=0), model.predict(x, verbose=0))
+    with pytest.raises(ValueError, match="clone_function"):
+        kk.models.clone_model(model, clone_function=lambda layer: layer)
