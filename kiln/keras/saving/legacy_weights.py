@@ -18,7 +18,6 @@ import numpy as np
 
 from .atomic_file import atomic_path
 from .h5_reading import get_group, read_array
-from .saveable_paths import own_variables
 
 KERAS_VERSION, BACKEND = "2.15.0", "tensorflow"  # what tf.keras 2 writes; Keras 3 reads it
 
@@ -39,10 +38,16 @@ def attribute(owner, name):
     return value
 
 
+def legacy_variables(layer):
+    """A layer's weights in Keras 2's order: trainable ones, then the others (a nested model's
+    whole list, a frozen layer's all non-trainable), as Keras's `_legacy_weights`."""
+    return list(layer.trainable_weights) + list(layer.non_trainable_weights)
+
+
 def write_layer_weights(group, model):
     """Fills `group` with the model's layers' weights as Keras 2 lays them out."""
-    layers = [(layer.name, [(f"{layer.name}/{w.name}:0", w.numpy())
-                            for w in own_variables(layer)]) for layer in model.layers]
+    layers = [(layer.name, [(f"{w.path}:0", w.numpy()) for w in legacy_variables(layer)])
+              for layer in model.layers]
     group.attrs["layer_names"] = [name.encode("utf8") for name, _ in layers]
     group.attrs["backend"] = BACKEND.encode("utf8")
     group.attrs["keras_version"] = KERAS_VERSION.encode("utf8")
@@ -70,7 +75,7 @@ def load_layer_weights(model, group, filepath, by_name=False, skip_mismatch=Fals
             attribute(layer_group, "weight_names") or [])
         if weight_names:
             saved[name] = (layer_group, weight_names)
-    layers = [layer for layer in model.layers if own_variables(layer)]
+    layers = [layer for layer in model.layers if legacy_variables(layer)]
     if by_name:
         pairs = [(layer, layer.name, saved[layer.name]) for layer in layers
                  if layer.name in saved]
@@ -96,7 +101,7 @@ def load_layer_weights(model, group, filepath, by_name=False, skip_mismatch=Fals
 
 
 def _check(layer, name, layer_group, weight_names, filepath, assignments):
-    expected = own_variables(layer)
+    expected = legacy_variables(layer)
     if len(weight_names) != len(expected):
         return (f"layer '{name}' holds {len(weight_names)} weights, {layer.context} expects "
                 f"{len(expected)} {[w.shape for w in expected]}")

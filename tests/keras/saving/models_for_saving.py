@@ -43,6 +43,20 @@ def frozen_part(K, data_format="channels_last"):
     return model
 
 
+def nested(K, functional_inner):
+    """A Sequential or a Functional model used as a layer of another model."""
+    if functional_inner:
+        inner_input = K.Input((8, 8, 3))
+        inner = K.Model(inner_input, K.layers.Conv2D(2, 1)(K.layers.Conv2D(3, 3)(inner_input)),
+                        name="inner")
+    else:
+        inner = K.Sequential([K.Input((8, 8, 3)), K.layers.Conv2D(3, 3), K.layers.Conv2D(2, 1)],
+                             name="inner")
+    inputs = K.Input((8, 8, 3))
+    x = K.layers.Flatten()(K.layers.BatchNormalization()(inner(inputs)))
+    return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x), name="outer")
+
+
 BUILDERS = {"sequential_cnn": sequential_cnn, "resnet_block": resnet_block,
             "frozen_part": frozen_part}
 

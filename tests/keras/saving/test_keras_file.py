@@ -233,29 +233,15 @@ def test_not_a_model_file(tmp_path):
         kk.models.load_model(tmp_path / "missing.keras")
 
 
-def _nested(K, functional_inner):
-    """A Sequential or a Functional model used as a layer of another model."""
-    if functional_inner:
-        inner_input = K.Input((8, 8, 3))
-        inner = K.Model(inner_input, K.layers.Conv2D(2, 1)(K.layers.Conv2D(3, 3)(inner_input)),
-                        name="inner")
-    else:
-        inner = K.Sequential([K.Input((8, 8, 3)), K.layers.Conv2D(3, 3), K.layers.Conv2D(2, 1)],
-                             name="inner")
-    inputs = K.Input((8, 8, 3))
-    x = K.layers.Flatten()(K.layers.BatchNormalization()(inner(inputs)))
-    return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x), name="outer")
-
-
 @pytest.mark.parametrize("functional_inner", [False, True])
 def test_nested_models_both_ways(tmp_path, functional_inner):
     keras = keras_oracle.real_keras()
     x, _ = models_for_saving.data()
-    ours = _nested(kk, functional_inner)
+    ours = models_for_saving.nested(kk, functional_inner)
     ours.save(tmp_path / "ours.keras")
     theirs = keras.models.load_model(tmp_path / "ours.keras")
     _close(theirs.predict(x, verbose=0), ours.predict(x, verbose=0), "Keras loads kiln's")
-    theirs = _nested(keras, functional_inner)
+    theirs = models_for_saving.nested(keras, functional_inner)
     theirs.save(tmp_path / "theirs.keras")
     ours = kk.models.load_model(tmp_path / "theirs.keras")
     assert [layer.name for layer in ours.layers] == [layer.name for layer in theirs.layers]

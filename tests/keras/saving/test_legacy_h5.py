@@ -259,3 +259,22 @@ def test_classic_cifar10_cnn_ending(tmp_path):
     assert ours.optimizer.get_config()["decay"] == pytest.approx(1e-6)
     assert int(ours.optimizer.iterations) == 2
     assert ours.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0))
+
+
+@pytest.mark.parametrize("functional_inner", [False, True])
+def test_nested_models_both_ways(tmp_path, functional_inner):
+    """A model used as a layer: its whole weight list sits in its group, as Keras 2 wrote it."""
+    keras = keras_oracle.real_keras()
+    x, _ = models_for_saving.data()
+    ours = models_for_saving.nested(kk, functional_inner)
+    ours.save(tmp_path / "ours.h5")
+    theirs = keras.models.load_model(tmp_path / "ours.h5")
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0),
+                               rtol=RTOL, atol=ATOL)
+    again = kk.models.load_model(tmp_path / "ours.h5")
+    np.testing.assert_array_equal(again.predict(x, verbose=0), ours.predict(x, verbose=0))
+    theirs = models_for_saving.nested(keras, functional_inner)
+    theirs.save(tmp_path / "theirs.h5")
+    loaded = kk.models.load_model(tmp_path / "theirs.h5")
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), theirs.predict(x, verbose=0),
+                               rtol=RTOL, atol=ATOL)
