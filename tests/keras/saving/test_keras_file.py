@@ -313,3 +313,14 @@ def test_decompression_bomb_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(keras_file, "_BOMB_FLOOR_BYTES", 1000)
     with pytest.raises(ValueError, match="bomb.keras.*decompression bomb"):
         kk.models.load_model(path)
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_compile_false_returns_the_uncompiled_model(tmp_path, suffix):
+    model = models_for_saving.resnet_block(kk)
+    _compile(model, kk)
+    model.save(tmp_path / f"m{suffix}")
+    loaded = kk.models.load_model(tmp_path / f"m{suffix}", compile=False)
+    assert not loaded.compiled
+    loaded.compile(optimizer="sgd", loss="categorical_crossentropy")
+    assert type(loaded.optimizer).__name__ == "SGD"
