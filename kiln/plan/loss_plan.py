@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..binding import constants as dnnl
+from ..binding.memory import Memory, MemoryDesc
 from ..ops import Activation, Dense
+from ..ops.losses.head import keras_order_tag
 from ..ops.softmax import Softmax
 
 
@@ -86,8 +89,14 @@ def plan_heads(builder, views, values, want_grad):
     grads = []
     for view in views:
         loss = view.loss
+        x = values[id(view.logits_tensor)]
+        # labels of an image-shaped output are read per sample as one row (Keras order)
+        labels = view.labels.reshape(len(view.labels), -1) if len(x.dims) == 4 else view.labels
         view.outputs, view.stats, grad = loss.head.plan(
-            builder, values[id(view.logits_tensor)], view.labels, view.weights,
-            loss.weight, want_grad, view.fused)
+            builder, x, labels, view.weights, loss.weight, want_grad, view.fused)
+        if grad is not None and len(x.dims) == 4:
+            # the head wrote (N, features) rows: the same bytes are the 4D gradient
+            grad = Memory(MemoryDesc.with_tag(x.dims, dnnl.f32, keras_order_tag(x)),
+                          grad.storage)
         grads.append((view.logits_tensor, grad))
     return grads

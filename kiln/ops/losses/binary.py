@@ -68,6 +68,8 @@ def binary_crossentropy_kernel(x, labels, weights, outputs, grad, stats, epsilon
 class BinaryCrossentropyHead(LossHead):
     """Args: name, from_logits, label_smoothing, epsilon (as Keras' BinaryCrossentropy)."""
 
+    per_element = True
+
     fuses = "sigmoid"
     accuracy = "binary"
 

@@ -106,6 +106,11 @@ class ElementwiseLossHead(LossHead):
         epsilon: Keras' backend epsilon.
     """
 
+    @property
+    def per_element(self):
+        # KL divergence sums over the last axis (a distribution per row), not a mean
+        return self.kind != "kl_divergence"
+
     def __init__(self, name, kind, delta=1.0, epsilon=1e-7):
         super().__init__(name)
         if kind not in KINDS:

@@ -17,7 +17,7 @@ the number of samples, whatever the weights. The gradient is scaled by the outpu
 import numpy as np
 
 from ...binding import constants as dnnl
-from ...binding.memory import MemoryDesc
+from ...binding.memory import Memory, MemoryDesc
 
 # stats slots every head kernel writes each step
 LOSS = 0       # the reduced loss of this batch (unweighted by loss_weight)
@@ -40,6 +40,9 @@ class LossHead:
     fuses = None
     sparse = False
     accuracy = None
+    # the loss is a mean over every element of a sample (binary cross-entropy, mse, ...), so
+    # an image-shaped output (a segmentation map) is the same loss over its flattened pixels
+    per_element = False
 
     def __init__(self, name, from_logits=False):
         self.name = name
@@ -60,12 +63,21 @@ class LossHead:
         raise NotImplementedError
 
     # -- helpers for subclasses -------------------------------------------------------------
-    @staticmethod
-    def plain(builder, x, label):
-        """`x` as a plain (N, features) f32 buffer and its array view."""
+    def plain(self, builder, x, label):
+        """`x` as a plain (N, features) f32 buffer and its array view. A 4D output of a
+        per-element loss is reordered to the Keras order of its axes first (its features are
+        then the flattened image, as the labels are)."""
+        if len(x.dims) == 4 and self.per_element:
+            desc = MemoryDesc.with_tag(x.dims, dnnl.f32, keras_order_tag(x))
+            image = builder.reorder(x.memory, desc, f"{label} output to plain")
+            n, features = x.dims[0], int(np.prod(x.dims[1:]))
+            memory = Memory(MemoryDesc.with_tag((n, features), dnnl.f32, dnnl.ab),
+                            image.storage)
+            return memory, memory.as_array().reshape(n, features)
         if len(x.dims) != 2:
-            raise ValueError(f"loss '{label}': kiln computes losses on outputs of shape "
-                             f"(batch, features), got dims {x.dims}")
+            raise ValueError(f"loss '{label}': kiln computes this loss on outputs of shape "
+                             f"(batch, features), got dims {x.dims} (per-pixel losses: "
+                             f"binary cross-entropy and the element-wise regression losses)")
         desc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.ab)
         memory = builder.reorder(x.memory, desc, f"{label} output to plain")
         return memory, memory.as_array().reshape(x.dims)
@@ -78,3 +90,9 @@ class LossHead:
     @staticmethod
     def stats():
         return np.zeros(2, dtype=np.float64)
+
+
+def keras_order_tag(x):
+    """The plain layout of a 4D Tensor in the order Keras shows its axes (nhwc for
+    channels_last, and for a flattened tensor, whose features are (h, w, c); else nchw)."""
+    return dnnl.acdb if x.data_format == "channels_last" or x.flattened else dnnl.abcd
