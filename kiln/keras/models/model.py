@@ -9,6 +9,8 @@ Every model owns one ParameterStore holding its layers' weights; plans are cache
 (training?, batch size) and rebuilt when weights move or their trainable flags change.
 """
 
+import os
+
 import numpy as np
 
 from ...binding import constants as dnnl
@@ -214,16 +216,31 @@ class Model(Trainer, Layer):
             weight.assign(value)
 
     def save_weights(self, filepath, overwrite=True):
-        """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file."""
-        from ..saving import weights_file  # saving walks models: imported when used
+        """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file, or, for
+        a name ending in `.h5` / `.hdf5`, the layers' weights as Keras 2 wrote them."""
+        from ..saving import legacy_weights, weights_file  # saving walks models: when used
 
+        if _is_legacy_weights_path(filepath):
+            if os.path.exists(filepath) and not overwrite:
+                return
+            legacy_weights.save_legacy_weights(self, os.fspath(filepath))
+            return
         weights_file.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath, skip_mismatch=False, **kwargs):
-        """Reads a `.weights.h5` file written by Keras 3 or kiln (layers matched by path), or
-        the weights of a `.keras` file."""
-        from ..saving import weights_file
+        """Reads a `.weights.h5` file written by Keras 3 or kiln (layers matched by path), the
+        weights of a `.keras` file, or a Keras 2 `.h5` weights or model file (layers in order,
+        or by name with `by_name=True`), as Keras 3's load_weights."""
+        from ..saving import legacy_weights, weights_file
 
+        if _is_legacy_weights_path(filepath):
+            by_name = kwargs.pop("by_name", False)
+            if kwargs:
+                raise ValueError(f"load_weights: invalid keyword arguments {sorted(kwargs)}; "
+                                 "expected skip_mismatch and, for .h5 files, by_name")
+            legacy_weights.load_legacy_weights(self, os.fspath(filepath), by_name=by_name,
+                                               skip_mismatch=skip_mismatch)
+            return
         weights_file.load_weights(self, filepath, skip_mismatch=skip_mismatch, **kwargs)
 
     def summary(self, print_fn=print):
@@ -282,3 +299,9 @@ class Model(Trainer, Layer):
 
 class Functional(Model):
     """A model defined by its inputs and outputs: what `keras.Model(inputs, outputs)` makes."""
+
+
+def _is_legacy_weights_path(filepath):
+    """A Keras 2 HDF5 weights name: .h5 / .hdf5 but not Keras 3's .weights.h5."""
+    name = os.fspath(filepath)
+    return name.endswith((".h5", ".hdf5")) and not name.endswith(".weights.h5")

@@ -80,3 +80,26 @@ def test_weights_of_a_keras2_model_file(tmp_path):
         h5["x"] = np.zeros(2)
     with pytest.raises(ValueError, match="other.h5.*not a Keras 2 weights file"):
         load_legacy_weights(target, tmp_path / "other.h5")
+
+
+def test_model_save_and_load_weights_take_keras2_h5_names(tmp_path):
+    """model.save_weights('w.h5') writes Keras 2's layout (Keras 3 reads it); load_weights
+    of an .h5 name reads it back, by order or by_name, as Keras 3's load_weights does."""
+    keras = keras_oracle.real_keras()
+    kk.backend.clear_session()  # the same automatic layer names for `again` below (by_name)
+    ours = models_for_saving.BUILDERS["sequential_cnn"](kk)
+    ours.save_weights(tmp_path / "w.h5")
+    with h5py.File(tmp_path / "w.h5") as h5:
+        assert "layer_names" in h5.attrs and "vars" not in h5
+    theirs = models_for_saving.BUILDERS["sequential_cnn"](keras)
+    theirs.load_weights(tmp_path / "w.h5")
+    x, _ = models_for_saving.data()
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0),
+                               rtol=keras_oracle.RTOL, atol=keras_oracle.ATOL)
+    kk.backend.clear_session()
+    again = models_for_saving.BUILDERS["sequential_cnn"](kk)
+    again.load_weights(tmp_path / "w.h5", by_name=True)
+    np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x, verbose=0),
+                               rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="invalid keyword arguments"):
+        again.load_weights(tmp_path / "w.h5", by_layer=True)

@@ -307,12 +307,8 @@ def test_shape_mismatch_names_layer_and_shapes_and_skip_mismatch_loads_the_rest(
 
 
 def test_legacy_h5_names_the_format_and_what_is_supported(tmp_path):
+    # (Keras 2 .h5 names go to the legacy weights format: test_legacy_weights.py)
     model = sequential_cnn(kk)
-    with pytest.raises(ValueError, match=r"Keras 2 legacy HDF5 weights file \(\.h5\).*"
-                                         r"'\.weights\.h5'"):
-        model.save_weights(tmp_path / "model.h5")
-    with pytest.raises(ValueError, match=r"legacy HDF5.*'\.weights\.h5'"):
-        model.load_weights(tmp_path / "model.h5")
     with pytest.raises(ValueError, match="must end in '.weights.h5'"):
         model.save_weights(tmp_path / "model.npz")
     with pytest.raises(ValueError, match=r"invalid keyword arguments \['by_name'\]"):
