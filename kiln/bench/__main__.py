@@ -96,6 +96,16 @@ def command_report(args):
     return 0
 
 
+def command_augmentation(args):
+    from .augmentation import epoch_seconds
+    plain, augmented = epoch_seconds(args.samples, args.rounds, args.format)
+    steps = -(-args.samples // 32)
+    print(f"cifar10_cnn {args.format}, {args.samples} samples ({steps} steps of 32): epoch "
+          f"{plain:.2f} s on arrays, {augmented:.2f} s with the example's augmentation "
+          f"(+{100 * (augmented / plain - 1):.1f}%), medians of {args.rounds}")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m kiln.bench")
     sub = parser.add_subparsers(dest="command")
@@ -119,13 +129,18 @@ def main(argv=None):
         p.add_argument("--steps", type=int, default=50 if p is train else 20)
         p.add_argument("--warmup", type=int, default=5)
     profile.add_argument("--mode", choices=["train", "infer"], default="train")
+    augmentation = sub.add_parser(
+        "augmentation", help="cifar10_cnn epoch with and without the example's augmentation")
+    augmentation.add_argument("--samples", type=int, default=3200)
+    augmentation.add_argument("--rounds", type=int, default=3)
+    augmentation.add_argument("--format", choices=FORMATS, default="channels_last")
     report = sub.add_parser("report", help="a compare run's JSON as Markdown")
     report.add_argument("json", nargs="?", default="bench-results/compare.json")
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["compare", *(argv or sys.argv[1:])])
     return {"train": command_train, "profile": command_profile, "compare": command_compare,
-            "report": command_report}[args.command](args)
+            "report": command_report, "augmentation": command_augmentation}[args.command](args)
 
 
 if __name__ == "__main__":
