@@ -34,8 +34,10 @@ os.environ.setdefault("NUMBA_CACHE_DIR", _cache_dir())
 
 import numba  # noqa: E402
 
-PARALLEL = dict(parallel=True, fastmath=True, cache=True, nogil=True)
-SERIAL = dict(fastmath=True, cache=True, nogil=True)
+# error_model "numpy": a division by zero gives inf or nan as numpy does (a NaN loss the
+# trainer and TerminateOnNaN report), where numba's default raises ZeroDivisionError
+PARALLEL = dict(parallel=True, fastmath=True, cache=True, nogil=True, error_model="numpy")
+SERIAL = dict(fastmath=True, cache=True, nogil=True, error_model="numpy")
 
 njit = numba.njit
 prange = numba.prange
