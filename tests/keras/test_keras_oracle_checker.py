@@ -81,8 +81,6 @@ def test_input_not_used_by_the_outputs_names_the_tensor():
 
 
 @pytest.mark.parametrize("make,pattern", [
-    (lambda L: L.Conv2D(2, 3, dilation_rate=2, name="c"), r"Conv2D 'c'.*dilation_rate"),
-    (lambda L: L.Conv2D(2, 3, groups=2, name="c"), r"Conv2D 'c'.*groups"),
     # a regularizer given as a Python function (L1 / L2 / L1L2 are planned into the step)
     (lambda L: L.Conv2D(2, 3, activity_regularizer=lambda x: 0.0, name="c"),
      r"Conv2D 'c'.*activity_regularizer"),
