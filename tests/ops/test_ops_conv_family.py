@@ -56,6 +56,11 @@ CONVS = {
     "groups-2-same-s2": ((7, 8, 4), 6, (3, 3), (2, 2), "same", (1, 1), 2, "tanh"),
     "groups-4-blocked": ((6, 6, 16), 32, (3, 3), (1, 1), "same", (1, 1), 4, None),
     "groups-3-dilated": ((9, 9, 6), 9, (2, 2), (1, 1), "valid", (2, 2), 3, "sigmoid"),
+    # 1x1 strided (ResNet's projection shortcuts): oneDNN's jit_1x1 kernels with a stride
+    "1x1-s2-valid": ((8, 8, 4), 8, (1, 1), (2, 2), "valid", (1, 1), 1, None),
+    "1x1-s2-valid-blocked": ((8, 8, 16), 32, (1, 1), (2, 2), "valid", (1, 1), 1, None),
+    "1x1-s3-valid-rows-left-over": ((7, 8, 2), 3, (1, 1), (3, 3), "valid", (1, 1), 1, None),
+    "1x1-s2-same-odd": ((7, 7, 16), 16, (1, 1), (2, 2), "same", (1, 1), 1, None),
 }
 
 
@@ -143,6 +148,9 @@ TRANSPOSED = {
                                       None),
     "1x1-s3-valid (stride > kernel)": ((3, 4, 2), 3, (1, 1), (3, 3), "valid", None, (1, 1),
                                        None),
+    # oneDNN's jit_1x1 backward-weights in nhwc gets these wrong (see conv2d_transpose.py)
+    "1x1-s2-valid-blocked": ((4, 4, 16), 16, (1, 1), (2, 2), "valid", None, (1, 1), None),
+    "1x1-s2-same-3-channels": ((4, 4, 3), 2, (1, 1), (2, 2), "same", None, (1, 1), None),
     "3x3-dilated-2-valid": ((4, 5, 2), 3, (3, 3), (1, 1), "valid", None, (2, 2), None),
     "4x4-s2-same-blocked": ((4, 4, 16), 16, (4, 4), (2, 2), "same", None, (1, 1), "relu"),
 }
