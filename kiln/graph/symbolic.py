@@ -23,6 +23,29 @@ class Node:
         return f"<Node {type(self.op).__name__} '{getattr(self.op, 'name', '?')}'>"
 
 
+# Who is tracing right now ("MyLayer 'my_layer'"), innermost last: the front end pushes a
+# layer's context while its call() runs, so a refusal names the layer.
+tracing = []
+# keras.ops functions by Python operator name ("add", "getitem", ...), registered by the front
+# end: `x + 1` inside call() is `keras.ops.add(x, 1)`.
+OPERATORS = {}
+
+
+def _refuse_numpy(tensor, function):
+    where = tracing[-1] if tracing else "a model being built"
+    raise TypeError(f"{where}: {function} was called on the symbolic tensor '{tensor.name}' "
+                    f"of shape {tensor.shape}; symbolic tensors have no values while the "
+                    "model is traced, use keras.ops instead (e.g. keras.ops.sum instead of "
+                    "np.sum) so the operation becomes part of the model")
+
+
+def _operator(name, *arguments):
+    function = OPERATORS.get(name)
+    if function is None:
+        return NotImplemented
+    return function(*arguments)
+
+
 class SymbolicTensor:
     """Args:
         dims: logical dims with batch None, e.g. (None, 32, 26, 26).
@@ -69,6 +92,70 @@ class SymbolicTensor:
 
     def __repr__(self):
         return f"<SymbolicTensor name={self.name} shape={self.shape}>"
+
+    # -- numpy is refused (it would need values), operators are keras.ops --------------------
+    __array_priority__ = 1000  # numpy defers `array + tensor` to the tensor's operators
+
+    def __array__(self, dtype=None, copy=None):
+        _refuse_numpy(self, "numpy.asarray")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and ufunc.__name__ in _UFUNC_OPERATORS and not kwargs:
+            return _operator(_UFUNC_OPERATORS[ufunc.__name__], *inputs)
+        _refuse_numpy(self, f"numpy.{ufunc.__name__}")
+
+    def __array_function__(self, func, types, args, kwargs):
+        _refuse_numpy(self, f"numpy.{func.__name__}")
+
+    def __bool__(self):
+        _refuse_numpy(self, "bool() (an `if` on a tensor)")
+
+    def __add__(self, other):
+        return _operator("add", self, other)
+
+    def __radd__(self, other):
+        return _operator("add", other, self)
+
+    def __sub__(self, other):
+        return _operator("subtract", self, other)
+
+    def __rsub__(self, other):
+        return _operator("subtract", other, self)
+
+    def __mul__(self, other):
+        return _operator("multiply", self, other)
+
+    def __rmul__(self, other):
+        return _operator("multiply", other, self)
+
+    def __truediv__(self, other):
+        return _operator("divide", self, other)
+
+    def __rtruediv__(self, other):
+        return _operator("divide", other, self)
+
+    def __pow__(self, other):
+        return _operator("power", self, other)
+
+    def __matmul__(self, other):
+        return _operator("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        return _operator("matmul", other, self)
+
+    def __neg__(self):
+        return _operator("negative", self)
+
+    def __abs__(self):
+        return _operator("abs", self)
+
+    def __getitem__(self, key):
+        return _operator("getitem", self, key)
+
+
+# numpy ufuncs applied to an array and a tensor (`array * tensor`) that are the operators
+_UFUNC_OPERATORS = {"add": "add", "subtract": "subtract", "multiply": "multiply",
+                    "true_divide": "divide", "divide": "divide", "matmul": "matmul"}
 
 
 def apply(op, inputs, flattened=None):

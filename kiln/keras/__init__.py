@@ -17,6 +17,7 @@ from . import (
                metrics,
                mixed_precision,
                models,
+               ops,
                optimizers,
                preprocessing,
                regularizers,
@@ -27,5 +28,5 @@ from .layers import Input
 from .models import Model, Sequential
 
 __all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "initializers",
-           "layers", "losses", "metrics", "mixed_precision", "models", "optimizers",
+           "layers", "losses", "metrics", "mixed_precision", "models", "ops", "optimizers",
            "preprocessing", "regularizers", "saving", "utils", "Input", "Model", "Sequential"]

@@ -13,6 +13,8 @@ def set_random_seed(seed):
 
 def _fans(shape):
     """Keras' fan_in / fan_out: conv kernels (kh, kw, in, out) count the receptive field."""
+    if not shape:  # a scalar, as Keras: fans of 1
+        return 1, 1
     if len(shape) < 2:
         return shape[0], shape[0]
     receptive_field = int(np.prod(shape[:-2])) if len(shape) > 2 else 1

@@ -14,11 +14,12 @@ from collections import defaultdict
 import numpy as np
 
 from ... import ops
-from ...graph.symbolic import SymbolicTensor, apply
+from ...graph.symbolic import SymbolicTensor, apply, tracing
 from ...ops.activity_regularization import ActivityRegularization
 from ...plan.parameters import ParameterStore
 from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
+from .custom_weights import keras_weight
 from .weight import Weight
 
 _name_counts = defaultdict(int)
@@ -166,8 +167,19 @@ class Layer:
         inference mode, as in Keras 3."""
 
     # -- weights ------------------------------------------------------------------------------
-    def add_weight(self, name, shape, initializer, dims, tag, trainable=True, regularizer=None,
-                   constraint=None):
+    def add_weight(self, *args, **kwargs):
+        """Keras 3's `add_weight(shape=None, initializer=None, dtype=None, trainable=True,
+        autocast=True, regularizer=None, constraint=None, aggregation="none",
+        overwrite_with_gradient=False, name=None)` for custom layers (Keras 2's positional
+        order `(name, shape, dtype, initializer, regularizer, trainable, constraint)` too);
+        kiln's own layers pass `(name, shape, initializer, dims, tag)` with the logical dims
+        and layout tag of the op that reads the weight (see `add_engine_weight`)."""
+        if len(args) == 5 and isinstance(args[0], str) and isinstance(args[4], int):
+            return self.add_engine_weight(*args, **kwargs)
+        return keras_weight(self, args, kwargs)
+
+    def add_engine_weight(self, name, shape, initializer, dims, tag, trainable=True,
+                          regularizer=None, constraint=None):
         """Create a weight of Keras shape `shape`, stored as logical `dims` with user `tag`;
         `trainable=False` for state the step updates itself. `regularizer` / `constraint`
         (keras.regularizers / keras.constraints objects) are planned into the step."""
@@ -299,15 +311,19 @@ class Layer:
         for tensor in flatten(inputs):
             if data_format is not None and isinstance(tensor, SymbolicTensor):
                 tensor.read_as(data_format, self.context)
-        if not self.built:
-            first = flatten(inputs)[0]
-            self._input_tensor = first
-            shapes = pack_like(inputs, [t.shape for t in flatten(inputs)])
-            self.build(shapes)
-            self.built = True
-        if "training" in kwargs and not self._call_accepts("training"):
-            kwargs.pop("training")
-        outputs = self.call(*args, **kwargs)
+        tracing.append(self.context)  # names this layer when call() misuses a tensor
+        try:
+            if not self.built:
+                first = flatten(inputs)[0]
+                self._input_tensor = first
+                shapes = pack_like(inputs, [t.shape for t in flatten(inputs)])
+                self.build(shapes)
+                self.built = True
+            if "training" in kwargs and not self._call_accepts("training"):
+                kwargs.pop("training")
+            outputs = self.call(*args, **kwargs)
+        finally:
+            tracing.pop()
         if self.activity_regularizer is not None:
             l1, l2 = self.activity_regularizer.coefficients()
             penalty = ActivityRegularization(f"{self.name}/activity_regularizer", l1, l2)

@@ -51,3 +51,41 @@ class Weight:
 
     def __repr__(self):
         return f"<Weight {self.path} shape={self.shape}>"
+
+    # a custom layer's call() computes with its weights as with tensors (self.w * x)
+    custom = False  # made by Keras's add_weight: its logical dims follow its use
+
+    def _operator(self, name, *arguments):
+        from .. import ops  # keras.ops uses this module: imported when first needed
+
+        return getattr(ops, name)(*arguments)
+
+    def __add__(self, other):
+        return self._operator("add", self, other)
+
+    def __radd__(self, other):
+        return self._operator("add", other, self)
+
+    def __sub__(self, other):
+        return self._operator("subtract", self, other)
+
+    def __rsub__(self, other):
+        return self._operator("subtract", other, self)
+
+    def __mul__(self, other):
+        return self._operator("multiply", self, other)
+
+    def __rmul__(self, other):
+        return self._operator("multiply", other, self)
+
+    def __truediv__(self, other):
+        return self._operator("divide", self, other)
+
+    def __rtruediv__(self, other):
+        return self._operator("divide", other, self)
+
+    def __matmul__(self, other):
+        return self._operator("matmul", self, other)
+
+    def __rmatmul__(self, other):
+        return self._operator("matmul", other, self)

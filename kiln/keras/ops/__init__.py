@@ -1,0 +1,109 @@
+"""keras.ops: Keras 3's operations, eager on numpy arrays and traced into the model inside a
+layer's `call()` (see core.py for the dispatch, each module for what runs in a model).
+
+    from kiln import keras
+    keras.ops.add(np.ones(3), 1.0)            # array([2., 2., 2.], dtype=float32)
+
+    class Scale(keras.layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones")
+        def call(self, x):
+            return keras.ops.multiply(x, self.scale)   # planned, with its backward
+"""
+
+from ...graph import symbolic
+from . import nn
+from .elementwise import (
+    abs,
+    absolute,
+    add,
+    ceil,
+    clip,
+    cos,
+    divide,
+    elu,
+    equal,
+    erf,
+    exp,
+    expm1,
+    floor,
+    floor_divide,
+    gelu,
+    greater,
+    greater_equal,
+    hard_sigmoid,
+    hard_silu,
+    hard_swish,
+    leaky_relu,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    maximum,
+    minimum,
+    mish,
+    mod,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    relu,
+    relu6,
+    round,
+    rsqrt,
+    selu,
+    sigmoid,
+    sign,
+    silu,
+    sin,
+    softplus,
+    softsign,
+    sqrt,
+    square,
+    subtract,
+    swish,
+    tanh,
+    true_divide,
+    where,
+)
+from .linear_algebra import dot, einsum, matmul, tensordot
+from .nn import log_softmax, softmax
+from .reductions import amax, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, var
+from .shapes import (
+    cast,
+    concatenate,
+    convert_to_tensor,
+    expand_dims,
+    getitem,
+    one_hot,
+    ones,
+    ones_like,
+    reshape,
+    shape,
+    split,
+    squeeze,
+    stack,
+    transpose,
+    zeros,
+    zeros_like,
+)
+
+# Python operators on symbolic tensors (x * 2, x + self.bias, x[...]) are these functions
+symbolic.OPERATORS.update({"add": add, "subtract": subtract, "multiply": multiply,
+                           "divide": divide, "power": power, "matmul": matmul,
+                           "negative": negative, "abs": abs, "getitem": getitem})
+
+__all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "cast", "ceil", "clip",
+           "concatenate", "convert_to_tensor", "cos", "divide", "dot", "einsum", "elu", "equal",
+           "erf", "exp", "expand_dims", "expm1", "floor", "floor_divide", "gelu", "getitem",
+           "greater", "greater_equal", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu",
+           "less", "less_equal", "log", "log1p", "log_softmax", "logical_and", "logical_not",
+           "logical_or", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
+           "mish", "mod", "multiply", "negative", "nn", "not_equal", "one_hot", "ones",
+           "ones_like", "power", "prod", "relu", "relu6", "reshape", "round", "rsqrt", "selu",
+           "shape", "sigmoid", "sign", "silu", "sin", "softmax", "softplus", "softsign", "split",
+           "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swish", "tanh",
+           "tensordot", "transpose", "true_divide", "var", "where", "zeros", "zeros_like"]

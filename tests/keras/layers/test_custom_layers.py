@@ -1,0 +1,154 @@
+"""Custom layers (`keras.layers.Layer` subclasses written with `add_weight` and `keras.ops`)
+against real Keras 3 (JAX backend), through the shared checker (keras_oracle.py): the same
+classes written once for both APIs, the same weights, then predictions and one SGD step.
+Also add_weight's signatures and defaults, layers that own layers, and the refusal of numpy
+on a symbolic tensor naming the layer."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the shared real-Keras helper
+
+import keras_oracle  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from keras_oracle import check_against_keras  # noqa: E402
+
+from kiln import keras as kk  # noqa: E402
+
+pytestmark = [
+    pytest.mark.usefixtures("kiln_keras_env"),
+    pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword"
+                               ":DeprecationWarning"),
+]
+
+SGD = ("sgd",)
+
+
+def classifier(K, make_middle, shape=(5, 5, 2)):
+    """Input -> Conv2D -> the custom layer(s) -> Flatten -> Dense softmax (3 classes)."""
+    inputs = K.Input(shape)
+    x = K.layers.Conv2D(3, 3)(inputs)
+    x = make_middle(x)
+    x = K.layers.Flatten()(x)
+    return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+
+
+def unary_layer(K):
+    class SoftShape(K.layers.Layer):
+        """Only element-wise math with numbers: no weights."""
+
+        def call(self, x, training=None):
+            y = K.ops.sqrt(K.ops.square(x) + 1.0) * 0.5 - K.ops.relu(x) / 4.0
+            return K.ops.tanh(y) + K.ops.clip(1.0 - x, -0.5, 2.0) + K.ops.abs(x) ** 2
+
+    return SoftShape
+
+
+def test_element_wise_math_with_numbers_trains_as_keras():
+    check_against_keras(lambda K: classifier(K, unary_layer(K)()), optimizers=SGD, steps=1)
+
+
+def owner_layer(K):
+    class Block(K.layers.Layer):
+        """Owns a Dense made in __init__ and applies an activation through keras.ops."""
+
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+            self.dense = K.layers.Dense(units)
+
+        def call(self, x):
+            return K.ops.softmax(K.ops.gelu(self.dense(x)) * 3.0)
+
+        def get_config(self):
+            return {**super().get_config(), "units": self.units}
+
+    return Block
+
+
+def test_layer_owning_a_dense_has_its_weights_and_trains_as_keras():
+    def build(K):
+        inputs = K.Input((6,))
+        x = K.layers.Dense(5, activation="relu")(inputs)
+        return K.Model(inputs, owner_layer(K)(3, name="block")(x))
+
+    kiln_model, _ = check_against_keras(build, optimizers=SGD, steps=1)
+    block = kiln_model.layers[-1]
+    assert [w.path for w in block.weights] == ["dense_1/kernel", "dense_1/bias"]
+    assert block.get_config()["units"] == 3
+
+
+def test_add_weight_keras3_defaults_and_keras2_positional_order():
+    keras = keras_oracle.real_keras()
+    for K in (kk, keras):
+        K.backend.clear_session()
+
+        class Holder(K.layers.Layer):
+            def build(self, input_shape):
+                self.a = self.add_weight(shape=(2, 3), name="a")
+                self.b = self.add_weight((3,), "ones", name="b", trainable=False)
+                self.c = self.add_weight()  # scalar, auto-named 'variable'
+
+            def call(self, x):
+                return x
+
+        layer = Holder(name="holder")
+        layer(K.Input((3,)))
+        described = [(w.name, tuple(w.shape), w.path, bool(w.trainable)) for w in layer.weights]
+        assert described == [("a", (2, 3), "holder/a", True), ("variable", (), "holder/variable",
+                                                                True),
+                             ("b", (3,), "holder/b", False)], K
+        np.testing.assert_array_equal(np.asarray(layer.b.numpy()), np.ones(3))
+        a = np.asarray(layer.a.numpy())
+        limit = np.sqrt(6 / 5)  # glorot_uniform's default for floats
+        assert np.all(np.abs(a) <= limit) and np.std(a) > 0
+
+    class Legacy(kk.layers.Layer):
+        def build(self, input_shape):
+            # Keras 2: (name, shape, dtype, initializer, regularizer, trainable)
+            self.w = self.add_weight("w", (3,), "float32", "zeros", None, False)
+
+        def call(self, x):
+            return x
+
+    legacy = Legacy()
+    legacy(kk.Input((3,)))
+    assert legacy.w.path == "legacy/w" and not legacy.w.trainable
+    np.testing.assert_array_equal(legacy.w.numpy(), np.zeros(3))
+
+
+def test_add_weight_bad_arguments_name_the_layer():
+    layer = kk.layers.Layer(name="mine")
+    with pytest.raises(ValueError, match="Layer 'mine'.*dtype must be 'float32'"):
+        layer.add_weight(shape=(2,), dtype="int32")
+    with pytest.raises(ValueError, match="Layer 'mine'.*initializer of weight 'k'"):
+        layer.add_weight(shape=(2,), initializer="no_such_thing", name="k")
+    with pytest.raises(TypeError, match="Layer 'mine'.*unexpected keyword.*'shapes'"):
+        layer.add_weight(shapes=(2,))
+
+
+def test_numpy_on_a_symbolic_tensor_names_the_layer_and_keras_ops():
+    class NumpySum(kk.layers.Layer):
+        def call(self, x):
+            return np.sum(x, axis=-1)
+
+    class NumpyExp(kk.layers.Layer):
+        def call(self, x):
+            return np.exp(x)
+
+    inputs = kk.Input((4,))
+    with pytest.raises(TypeError, match=r"NumpySum 'summer': numpy.sum .*use keras.ops"):
+        NumpySum(name="summer")(inputs)
+    with pytest.raises(TypeError, match=r"NumpyExp 'numpy_exp': numpy.exp .*keras.ops"):
+        NumpyExp()(inputs)
+
+
+def test_an_operation_without_an_engine_op_is_refused_by_name():
+    class Sorter(kk.layers.Layer):
+        def call(self, x):
+            return kk.ops.sum(x, axis=-1)
+
+    with pytest.raises(NotImplementedError,
+                       match=r"Sorter 'sorter': keras.ops.sum works eagerly .* not yet inside"):
+        Sorter()(kk.Input((4,)))
