@@ -1,0 +1,159 @@
+"""What each call of a training step is, in a reader's terms: the Keras layer(s) it belongs
+to, its phase (forward, backward, update), the oneDNN primitive and the implementation oneDNN
+picked (or the numba kernel), the multiply-add FLOPs it does and the bytes it touches.
+
+Call labels start with the op's name, which is the Keras layer's name ("conv2d_1 backward
+data", "conv2d_1/kernel to layout"); a fused op is named after the layer it kept (a Conv2D
+that absorbed its Activation) or after both ("max_pooling2d+dropout"). The model's unfused
+graph says which layers each fused op absorbed.
+
+FLOPs are 2 x multiply-adds, read from the shapes the primitive runs on: forward, backward
+data and backward weights of a convolution or an inner product each do the same count.
+Bytes are the sizes of the call's arguments (each read or written once; the scratchpad left
+out): a lower bound on the traffic, good for telling memory-bound calls apart.
+"""
+
+from dataclasses import dataclass
+from math import prod
+
+from ..binding import constants as dnnl
+from ..binding.memory import Memory
+from ..plan.liveness import kernel_arrays
+
+PHASES = ("forward", "backward", "update")
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """One call of the step. `name` is what a trace slice shows: the layer's name, the fused
+    layers joined by '+', or the label's first word for a call of no layer (the loss)."""
+
+    phase: str
+    label: str
+    name: str
+    layers: tuple
+    primitive: str
+    implementation: str
+    flops: float
+    bytes: int
+
+
+def fused_members(model_graph, plan_graph):
+    """{fused op name: (Keras layer names it runs, in order)} for every op of the plan's
+    graph; an op that absorbed nothing maps to its own name."""
+    kept = {id(node.output): node.op.name for node in plan_graph.nodes}
+    readers = {}
+    for node in model_graph.nodes:
+        for tensor in node.inputs:
+            readers.setdefault(id(tensor), []).append(node)
+    members = {}
+    for node in model_graph.nodes:
+        tensor = node.output
+        # an absorbed producer's output has one reader: follow it to the op that kept it
+        while id(tensor) not in kept and len(readers.get(id(tensor), ())) == 1:
+            tensor = readers[id(tensor)][0].output
+        owner = kept.get(id(tensor), node.op.name)
+        members.setdefault(owner, []).append(node.op.name)
+    for node in plan_graph.nodes:
+        members.setdefault(node.op.name, [node.op.name])
+    return {name: tuple(names) for name, names in members.items()}
+
+
+def layers_of(label, members):
+    """(slice name, Keras layer names) of a call label."""
+    head = label.split(" ", 1)[0].split("/", 1)[0]
+    if head in members:
+        return head, members[head]
+    parts = head.split("+")
+    if all(part in members for part in parts):
+        return head, tuple(name for part in parts for name in members[part])
+    return head, ()
+
+
+def multiply_add_flops(call):
+    """2 x multiply-adds of a convolution, deconvolution or inner-product call (any of its
+    three passes), from the shapes bound to it; 0 for every other call."""
+    kind = getattr(getattr(call, "primitive", None), "name", "")
+    args = getattr(call, "args", {})
+    weights = _first(args, dnnl.ARG_WEIGHTS, dnnl.ARG_DIFF_WEIGHTS)
+    if weights is None or not kind.startswith(("convolution", "deconvolution", "inner product")):
+        return 0.0
+    w = weights.desc.dims
+    if kind.startswith("deconvolution"):
+        # each input pixel scatters into a kernel's worth of outputs: weights (G,) O, I, k...
+        source = _first(args, dnnl.ARG_SRC, dnnl.ARG_DIFF_SRC)
+        grouped = len(w) == len(source.desc.dims) + 1
+        per_input = (w[1] * prod(w[3:])) if grouped else (w[0] * prod(w[2:]))
+        return 2.0 * prod(source.desc.dims) * per_input
+    # each output value sums a kernel's worth of products: weights (G,) O, I, k...
+    output = _first(args, dnnl.ARG_DST, dnnl.ARG_DIFF_DST)
+    grouped = len(w) == len(output.desc.dims) + 1
+    return 2.0 * prod(output.desc.dims) * prod(w[2:] if grouped else w[1:])
+
+
+def _first(args, *indices):
+    return next((args[index] for index in indices if index in args), None)
+
+
+def moved_bytes(call):
+    """Bytes of the buffers a call reads or writes (scratchpad excluded)."""
+    args = getattr(call, "args", None)
+    total = 0
+    if args:
+        total += sum(memory.desc.size for index, memory in args.items()
+                     if index != dnnl.ARG_SCRATCHPAD and isinstance(memory, Memory))
+    arguments = getattr(call, "arguments", ())
+    total += sum(array.nbytes for array in kernel_arrays(arguments))
+    return int(total)
+
+
+def primitive_names(call):
+    """(primitive, implementation): oneDNN's kind and chosen kernel, or the numba kernel."""
+    primitive = getattr(call, "primitive", None)
+    if primitive is not None:
+        return primitive.name, primitive.pd.implementation
+    function = getattr(call, "function", None)
+    name = getattr(function, "__name__", type(call).__name__)
+    return "numba kernel", name
+
+
+def describe(plan, model_graph):
+    """CallInfo for every call of a training plan, in the order the step runs them, then the
+    update phase's entries (update_infos)."""
+    members = fused_members(model_graph, plan.graph)
+    forward = {id(call) for call in plan.builder.forward_calls}
+    infos = []
+    for call in plan.calls:
+        name, layers = layers_of(call.label, members)
+        primitive, implementation = primitive_names(call)
+        infos.append(CallInfo("forward" if id(call) in forward else "backward", call.label,
+                              name, layers, primitive, implementation,
+                              multiply_add_flops(call), moved_bytes(call)))
+    infos.extend(update_infos(plan))
+    return infos
+
+
+def update_infos(plan):
+    """The update phase's entries, in the order the step runs them (see recorder.py): the
+    data-parallel gradient reduction (if set), weight penalties (if any), the optimizer,
+    constraints (if any)."""
+    infos = []
+    if getattr(plan, "gradient_reducer", None) is not None:
+        infos.append(CallInfo("update", "gradient reduction", "gradient reduction", (),
+                              "collective", "allreduce", 0.0,
+                              4 * plan.parameters.trainable_size))
+    if plan._penalties:
+        infos.append(CallInfo("update", "weight penalties", "weight penalties", (),
+                              "numba kernel", "penalties", 0.0, 0))
+    if plan.training and plan.parameters.trainable_size:
+        updater = plan.optimizer
+        # read weights and gradients, write weights, read and write every slot
+        arrays = 3 + 2 * len(getattr(updater, "slots", {}))
+        name = type(updater).__name__.removesuffix("Updater") or "optimizer"
+        infos.append(CallInfo("update", f"optimizer update ({name})", "optimizer", (),
+                              "numba kernel", name, 0.0,
+                              4 * plan.parameters.trainable_size * arrays))
+    if plan._constraints:
+        infos.append(CallInfo("update", "constraints", "constraints", (), "numba kernel",
+                              "constraints", 0.0, 0))
+    return infos

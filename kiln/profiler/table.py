@@ -1,0 +1,71 @@
+"""A profile as text for the terminal: the calls sorted by time, the layers in model order,
+and a footer with the step times, the profiler's overhead and the peaks."""
+
+
+def _cut(text, width):
+    return text if len(text) <= width else text[:width - 1] + "~"
+
+
+def call_lines(profile, limit=None):
+    step = profile.summary()["calls_seconds"]
+    rows = sorted(profile.rows(), key=lambda row: -row["seconds"])
+    shown = rows if limit is None else rows[:limit]
+    out = [f"{'ms':>8} {'%':>5}  {'phase':<8} {'layer':<26} {'call':<36} "
+           f"{'primitive: implementation':<40} {'GFLOP':>7} {'MB':>7} {'rate':>13} "
+           f"{'% peak':>7}"]
+    for row in shown:
+        ms = row["seconds"] * 1e3
+        if "gflops" in row:
+            rate, peak = f"{row['gflops']:.1f} GFLOP/s", f"{row['pct_peak']:.1f}"
+        elif "gbps" in row:
+            rate, peak = f"{row['gbps']:.1f} GB/s", f"{row['pct_bandwidth']:.1f} bw"
+        else:
+            rate, peak = "", ""
+        kernel = f"{row['primitive']}: {row['implementation']}"
+        if row["calls"] > 1:
+            kernel += f" x{row['calls']}"
+        out.append(f"{ms:8.3f} {100 * row['seconds'] / step:5.1f}  {row['phase']:<8} "
+                   f"{_cut(row['name'], 26):<26} {_cut(row['label'], 36):<36} "
+                   f"{_cut(kernel, 40):<40} {row['flops'] / 1e9:7.3f} "
+                   f"{row['bytes'] / 2**20:7.2f} {rate:>13} {peak:>7}")
+    if len(shown) < len(rows):
+        rest = sum(row["seconds"] for row in rows[len(shown):]) * 1e3
+        out.append(f"{rest:8.3f} {100 * rest / 1e3 / step:5.1f}  "
+                   f"({len(rows) - len(shown)} more calls)")
+    return out
+
+
+def layer_lines(profile):
+    out = [f"{'layer':<40} {'forward ms':>11} {'backward ms':>12}"]
+    for name, forward, backward in profile.layer_rows():
+        if forward == 0.0 and backward == 0.0:
+            out.append(f"{_cut(name, 40):<40} {'-':>11} {'-':>12}  (no call: a view, or "
+                       "nothing to do)")
+        else:
+            out.append(f"{_cut(name, 40):<40} {forward * 1e3:11.3f} {backward * 1e3:12.3f}")
+    return out
+
+
+def footer_lines(profile):
+    s = profile.summary()
+    phases = ", ".join(f"{phase} {seconds * 1e3:.2f} ms"
+                       for phase, seconds in profile.phase_seconds().items())
+    out = [f"{s['steps']} recorded steps of batch {s['batch_size']} (medians): {phases}; the "
+           f"calls add up to {s['calls_seconds'] * 1e3:.2f} ms of a "
+           f"{s['recorded_step_seconds'] * 1e3:.2f} ms recorded step"]
+    if s["plain_step_seconds"] is not None:
+        out.append(f"profiler overhead: {s['overhead_pct']:+.1f}% (recorded step "
+                   f"{s['recorded_step_seconds'] * 1e3:.2f} ms against "
+                   f"{s['plain_step_seconds'] * 1e3:.2f} ms for the plain steps run in turn)")
+    else:
+        out.append("profiler overhead: not measured (no plain step ran in turn)")
+    out.append(f"peaks of this run: sgemm {s['matmul_gflops']:.1f} GFLOP/s, copy "
+               f"{s['copy_gbps']:.1f} GB/s ('% peak' of multiply-add calls, 'bw' of the "
+               "others)")
+    return out
+
+
+def format_table(profile, limit=None):
+    return "\n".join(["calls, slowest first:", *call_lines(profile, limit), "",
+                      "layers, forward and backward:", *layer_lines(profile), "",
+                      *footer_lines(profile)])

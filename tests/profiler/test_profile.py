@@ -1,0 +1,91 @@
+"""kiln.profiler.profile on a small conv model: every layer in the table with its forward and
+backward calls, FLOPs as the geometry says, positive times that add up to the step, and a
+profiled model trained exactly as an unprofiled one."""
+
+import numpy as np
+import pytest
+from small_model import BATCH, PEAKS, data, small_model
+
+import kiln.profiler as profiler
+from kiln.bench.models import forward_flops_per_layer
+
+
+@pytest.fixture(scope="module")
+def profiled():
+    model = small_model()
+    x, y = data()
+    return profiler.profile(model, x, y, batch_size=BATCH, steps=2, warmup=1, peaks=PEAKS)
+
+
+def test_every_layer_has_forward_and_backward_calls(profiled):
+    rows = profiled.rows()
+    for layer in ("conv_a", "conv_b", "relu_b", "pool", "out"):
+        phases = {row["phase"] for row in rows if layer in row["layers"]}
+        assert phases == {"forward", "backward"}, layer
+    # the relu layer runs inside conv_b's primitive: the fused call names both layers
+    forward = next(row for row in rows if row["label"] == "conv_b forward")
+    assert forward["layers"] == ("conv_b", "relu_b")
+    assert forward["primitive"] == "convolution forward" and forward["implementation"]
+    names = [name for name, _, _ in profiled.layer_rows()]
+    assert names[:4] == ["conv_a", "conv_b+relu_b", "pool", "flat"]
+    assert "out" in names and any(name.endswith("(loss)") for name in names)
+    table = profiled.table()
+    for layer in ("conv_a", "conv_b+relu_b", "pool", "flat", "out"):
+        assert layer in table
+    assert {row["phase"] for row in rows} == {"forward", "backward", "update"}
+
+
+def test_conv_flops_are_the_analytic_count(profiled):
+    # conv_b: 4 images, 4x4 outputs of 5 channels, each summing 3x3x4 products
+    expected = 2.0 * BATCH * 4 * 4 * 5 * (3 * 3 * 4)
+    flops = {row["label"]: row["flops"] for row in profiled.rows()}
+    assert flops["conv_b forward"] == expected
+    assert flops["conv_b backward data"] == expected
+    assert flops["conv_b backward weights"] == expected
+    assert flops["out forward"] == 2.0 * BATCH * 2 * 2 * 5 * 3
+    assert flops["conv_b forward"] == forward_flops_per_layer(profiled.model, BATCH)[1]
+    assert flops["pool forward"] == 0.0
+
+
+def test_rates_and_bytes(profiled):
+    rows = {row["label"]: row for row in profiled.rows()}
+    conv = rows["conv_b forward"]
+    # source 4x6x6x4, weights 5x4x3x3, bias 5, destination 4x4x4x5 floats at least
+    assert conv["bytes"] >= 4 * (4 * 6 * 6 * 4 + 5 * 4 * 3 * 3 + 5 + 4 * 4 * 4 * 5)
+    assert conv["gflops"] == pytest.approx(conv["flops"] / conv["seconds"] / 1e9)
+    assert conv["pct_peak"] == pytest.approx(100 * conv["gflops"] / PEAKS["matmul_gflops"])
+    pool = rows["pool forward"]
+    assert "gflops" not in pool
+    assert pool["pct_bandwidth"] == pytest.approx(100 * pool["gbps"] / PEAKS["copy_gbps"])
+
+
+def test_times_are_positive_and_add_up_to_the_step(profiled):
+    assert all(row["seconds"] > 0 for row in profiled.rows())
+    summary = profiled.summary()
+    # the calls are the step: what is left is Python around them (the machine is shared and
+    # loaded, so the bound is loose)
+    assert summary["calls_seconds"] <= summary["recorded_step_seconds"]
+    assert summary["calls_seconds"] >= 0.5 * summary["recorded_step_seconds"]
+    assert summary["plain_step_seconds"] > 0 and summary["steps"] == 2
+    assert "profiler overhead:" in profiled.table()
+
+
+def test_profile_trains_the_model_as_plain_steps_do():
+    x, y = data()
+    reference = small_model()
+    weights = reference.get_weights()
+    twin = small_model(weights)
+    profiler.profile(twin, x, y, batch_size=BATCH, steps=1, warmup=1, peaks=PEAKS)
+    for _ in range(1 + 2 * 1):
+        reference.train_on_batch(x, y)
+    for trained, expected, start in zip(twin.get_weights(), reference.get_weights(), weights):
+        assert not np.array_equal(expected, start)
+        np.testing.assert_allclose(trained, expected, rtol=1e-6, atol=1e-7)
+
+
+def test_bad_arguments_are_named():
+    model = small_model()
+    with pytest.raises(ValueError, match="argument steps must be an integer >= 1, got 0"):
+        profiler.profile(model, steps=0)
+    with pytest.raises(ValueError, match="argument y is required"):
+        profiler.profile(model, data()[0])

@@ -1,0 +1,35 @@
+"""With no profile running, a plan's step is the one it always was: the Session only
+shadows train_step on the plan instances it saw, and takes the shadows back when it stops."""
+
+from small_model import BATCH, data, small_model
+
+from kiln.plan.step_plan import StepPlan
+from kiln.profiler import Session
+from kiln.profiler.recorder import PLAIN, RECORD, SKIP, alternating
+
+
+def test_the_step_is_untouched_once_the_session_stops():
+    model = small_model()
+    x, y = data()
+    model.train_on_batch(x, y)
+    plan = model._plan(True, BATCH)
+    calls, runs = list(plan.calls), plan._runs
+    modes = iter([RECORD, PLAIN, SKIP])
+    with Session(model, lambda index: next(modes)) as session:
+        assert model._plan(True, BATCH) is plan
+        assert "train_step" in plan.__dict__  # shadowed while profiling
+        for _ in range(3):
+            model.train_on_batch(x, y)
+    assert session.steps == 3 and len(session.records) == 1 and len(session.plain_ns) == 1
+    # the calls, then the update phase: l2 penalty, Adam, max-norm constraint
+    assert len(session.records[0].times) == len(calls) + 3
+    assert "train_step" not in plan.__dict__ and "_plan" not in model.__dict__
+    assert plan.train_step.__func__ is StepPlan.train_step
+    assert plan._runs is runs and all(a is b for a, b in zip(plan.calls, calls, strict=True))
+    assert all(run.__self__ is call for run, call in zip(runs, calls, strict=True))
+    assert model._plan(True, BATCH) is plan
+
+
+def test_alternating_schedule():
+    schedule = alternating(warmup=2, steps=2)
+    assert [schedule(i) for i in range(7)] == [SKIP, SKIP, PLAIN, RECORD, PLAIN, RECORD, SKIP]
