@@ -27,3 +27,13 @@ class History(Callback):
         # Like Keras, expose the latest history as `model.history`.
         if self.model is not None:
             self.model.history = self
+
+    def plot(self, filename="history.png", title=None):
+        """Draws the loss and metric curves (train and validation, one panel per metric) to
+        a PNG file and returns its name. kiln's addition to Keras's History; needs matplotlib
+        (`pip install 'kiln[plot]'`)."""
+        from ...plot import plot_history
+
+        epochs = self.epoch if len(self.epoch) == max(map(len, self.history.values()),
+                                                        default=0) else None
+        return plot_history(self.history, filename, epochs=epochs, title=title)
