@@ -81,7 +81,13 @@ class StepPlan:
         losses: kiln.plan.loss_plan.OutputLoss per output that has a loss.
         metrics: callables `metric(builder, views)` that add metric kernels reading the
             heads' HeadViews (outputs, labels, sample weights), after the heads.
+
+    `gradient_reducer`, when set, is called between backward and the optimizer update, with
+    the step's gradients in `parameters.grads_arena` (data-parallel training sums them across
+    processes there, see runtime/collective.py).
     """
+
+    gradient_reducer = None
 
     def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
                  data_type=dnnl.f32, sub_batch=None, losses=None, metrics=()):
@@ -328,6 +334,8 @@ class StepPlan:
         head's own stats are in `self.heads[i].stats`."""
         for run in self._runs:
             run()
+        if self.gradient_reducer is not None:  # data-parallel: the ranks' gradients summed
+            self.gradient_reducer()
         self._penalty = self._penalties.apply() if self._penalties else 0.0
         self._update()
         if self._constraints:

@@ -218,8 +218,11 @@ class Model(Trainer, Layer):
     def save_weights(self, filepath, overwrite=True):
         """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file, or, for
         a name ending in `.h5` / `.hdf5`, the layers' weights as Keras 2 wrote them."""
+        from ..distribution.data_parallel_loop import is_writer
         from ..saving import legacy_weights, weights_file  # saving walks models: when used
 
+        if not is_writer():  # data-parallel: rank 0 writes, the other ranks hold the same
+            return
         if _is_legacy_weights_path(filepath):
             if os.path.exists(filepath) and not overwrite:
                 return
@@ -286,8 +289,11 @@ class Model(Trainer, Layer):
     def save(self, filepath, overwrite=True, zipped=None, **kwargs):
         """The whole model (architecture, weights, compile state and optimizer): a Keras 3
         `.keras` file, or a Keras 2 `.h5` file for a name ending in .h5 / .hdf5."""
+        from ..distribution.data_parallel_loop import is_writer
         from ..saving import saving_api
 
+        if not is_writer():  # data-parallel: rank 0 writes, the other ranks hold the same
+            return
         saving_api.save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
 
     def to_json(self, **kwargs):

@@ -58,6 +58,8 @@ class BatchRunner:
         training = self.owner == "fit"
         size = len(xs[0])
         plan = self.model._plan(training, size, evaluate=not training)
+        if training:  # set during a data-parallel fit (keras/distribution/)
+            plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
                  else f"{self.owner}, batch {step}")
         self._fill_labels(plan, ys, where)

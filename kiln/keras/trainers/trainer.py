@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import optimizers as optimizers_module
 from ..callbacks import CallbackList, ProgbarLogger
+from ..distribution import data_parallel_loop as data_parallel
 from ..layers.base_layer import pack_like
 from .batch_methods import BatchMethods, is_data_source
 from .batch_steps import BatchRunner
@@ -103,11 +104,16 @@ class Trainer(BatchMethods):
                 val_x, val_y, val_weight[0] if val_weight else None,
                 validation_batch_size or getattr(adapter, "batch_size", batch_size),
                 validation_steps, False, signature=self._signature("fit (validation data)"))
+        # data-parallel: the ranks check they run the same job, take rank 0's weights and
+        # each read their shard of every batch (one process: the adapters as they are)
+        adapter = data_parallel.start(self, "fit", adapter, reducer=True)
+        val_adapter = data_parallel.shard(val_adapter, "fit (validation data)")
         verbose = 1 if verbose == "auto" else verbose
         runner = BatchRunner(self, "fit")
         callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
                                      model=self, verbose=verbose, epochs=epochs,
                                      steps=adapter.steps)
+        data_parallel.rank_callbacks(callback_list)
         self._stateful_progbar(callback_list, runner.names())
         self.stop_training = False
         callback_list.on_train_begin()
@@ -121,7 +127,7 @@ class Trainer(BatchMethods):
                 for step, (xs, ys, weights) in enumerate(adapter.batches()):
                     callback_list.on_train_batch_begin(step)
                     runner.run(xs, ys, weights, step, epoch)
-                    callback_list.on_train_batch_end(step, runner.logs())
+                    callback_list.on_train_batch_end(step, data_parallel.logs(runner))
                     if self.stop_training:
                         break
                 adapter.on_epoch_end()
@@ -129,14 +135,16 @@ class Trainer(BatchMethods):
                     self.stop_training = True
                     if step < 0:
                         break
-                epoch_logs = runner.logs()
+                epoch_logs = data_parallel.logs(runner)
                 if val_adapter is not None and (epoch + 1) % validation_freq == 0:
                     val_logs = self._evaluate_batches(val_adapter, "evaluate", callback_list)
                     epoch_logs.update({f"val_{name}": value for name, value in val_logs.items()})
                 callback_list.on_epoch_end(epoch, epoch_logs)
                 if self.stop_training:
                     break
+            data_parallel.finish_fit(self)
         finally:
+            self._gradient_reducer = None
             adapter.close()
             if val_adapter is not None:
                 val_adapter.close()
@@ -158,9 +166,9 @@ class Trainer(BatchMethods):
                 callback_list.on_test_batch_begin(step)
             runner.run(xs, ys, weights, step)
             if callback_list is not None:
-                callback_list.on_test_batch_end(step, runner.logs())
+                callback_list.on_test_batch_end(step, data_parallel.logs(runner))
         adapter.on_epoch_end()  # a PyDataset's on_epoch_end runs after every pass, as in Keras
-        logs = runner.logs()
+        logs = data_parallel.logs(runner)
         if callback_list is not None:
             callback_list.on_test_end(logs)
         return logs
@@ -190,7 +198,8 @@ class Trainer(BatchMethods):
         self._build_from_arrays(x)
         adapter = get_data_adapter(x, None, None, batch_size, steps, False,
                                    signature=self._signature("predict"))
-        outputs = self._predict_batches(adapter)
+        adapter = data_parallel.start(self, "predict", adapter)
+        outputs = data_parallel.gather_predictions(adapter, self._predict_batches(adapter))
         # as Keras, a one-output list or tuple comes back as the array itself (not a dict)
         if len(outputs) == 1 and not isinstance(self._output_structure, dict):
             return outputs[0]
@@ -207,9 +216,11 @@ class Trainer(BatchMethods):
         self._build_from_arrays(x)
         adapter = get_data_adapter(x, y, sample_weight, batch_size, steps, False,
                                    signature=self._signature("evaluate"))
+        adapter = data_parallel.start(self, "evaluate", adapter)
         verbose = 1 if verbose == "auto" else verbose
         callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
                                      verbose=verbose, epochs=1, steps=adapter.steps)
+        data_parallel.rank_callbacks(callback_list)
         self._stateful_progbar(callback_list, BatchRunner(self, "evaluate").names())
         try:
             results = self._evaluate_batches(adapter, "evaluate", callback_list)
