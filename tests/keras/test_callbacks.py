@@ -90,13 +90,14 @@ def test_dynamic_bar_in_fit(clock):
     logger.set_params({"verbose": 1, "epochs": 1, "steps": 3})
     run_epoch(logger, clock, 0, EPOCH_BATCHES, EPOCH_LOGS)
     output = stream.getvalue()
+    # Keras 3's bar (20 wide, done in green, the rest in white), ETA then time per step
     assert output.startswith(
         "Epoch 1/1\n"
-        "\r1/3 [=========>....................] - ETA: 2s"
-        " - loss: 1.0000 - accuracy: 0.5000")
+        "\r\x1b[1m1/3\x1b[0m \x1b[32m" + "━" * 6 + "\x1b[0m\x1b[37m" + "━" * 14 + "\x1b[0m"
+        " \x1b[1m2s\x1b[0m 1s/step - loss: 1.0000 - accuracy: 0.5000")
     assert output.endswith(
-        "\r3/3 [==============================] - 2s 500ms/step"
-        " - loss: 0.6500 - accuracy: 0.7000"
+        "\r\x1b[1m3/3\x1b[0m \x1b[32m" + "━" * 20 + "\x1b[0m\x1b[37m\x1b[0m"
+        " \x1b[1m2s\x1b[0m 500ms/step - loss: 0.6500 - accuracy: 0.7000"
         " - val_loss: 0.3000 - val_accuracy: 0.9000\n")
 
 

@@ -135,20 +135,29 @@ def test_verbose_0_prints_nothing(clock):
     assert stream.getvalue() == ""
 
 
+def styled_bar(count, done, rest, time):
+    """Keras 3's in-place bar: bold count, green done part (if any), white rest, bold time."""
+    green = f"\x1b[32m{'━' * done}\x1b[0m" if done else ""
+    return (f"\x1b[1m{count}\x1b[0m {green}\x1b[37m{'━' * rest}\x1b[0m"
+            f" \x1b[1m{time}\x1b[0m")
+
+
 def test_dynamic_bar_redraws_in_place(clock):
     stream = io.StringIO()
     bar = Progbar(target=4, width=10, dynamic=True, stream=stream)
     clock.now = 1.0
     bar.update(1, [("loss", 1.0)])
-    assert stream.getvalue() == "\r1/4 [=>........] - ETA: 3s - loss: 1.0000"
+    # the ETA (3 steps left at 1 s a step), then the time per step
+    first = "\r" + styled_bar("1/4", 2, 8, "3s") + " 1s/step - loss: 1.0000"
+    assert stream.getvalue() == first
     clock.now = 1.01  # within the 0.05 s interval: no redraw
     bar.update(2, [("loss", 0.5)])
     assert stream.getvalue().count("\r") == 1
     clock.now = 2.5
     bar.update(4, [("loss", 0.0)])
-    assert stream.getvalue() == (
-        "\r1/4 [=>........] - ETA: 3s - loss: 1.0000"
-        "\r4/4 [==========] - 2s 500ms/step - loss: 0.3750\n")
+    # finished: the elapsed time instead of the ETA; the first step left out of the rate
+    assert stream.getvalue() == first + (
+        "\r" + styled_bar("4/4", 10, 0, "2s") + " 500ms/step - loss: 0.3750\n")
 
 
 def test_dynamic_bar_blanks_out_longer_previous_line(clock):
@@ -158,7 +167,7 @@ def test_dynamic_bar_blanks_out_longer_previous_line(clock):
     bar.update(2, finalize=True)
     first, second = stream.getvalue().split("\r")[1:]
     assert len(second.rstrip("\n")) == len(first)
-    assert second.startswith("      2/Unknown - 0s 0s/step")
+    assert second.startswith("      2/Unknown \x1b[1m0s\x1b[0m 0s/step ")
 
 
 def test_running_mean_is_weighted(clock):

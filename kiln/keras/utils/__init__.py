@@ -2,6 +2,7 @@
 Sequence, set_random_seed and image_dataset_from_directory (one module each)."""
 
 import numbers
+import re
 import sys
 import time
 
@@ -9,6 +10,10 @@ import numpy as np
 
 # Indirection so tests can drive `Progbar` with a fake clock.
 _clock = time.monotonic
+
+# The terminal styles Keras 3's progress bar draws with (bold, green, white, reset).
+_BOLD, _GREEN, _WHITE, _RESET = "\x1b[1m", "\x1b[32m", "\x1b[37m", "\x1b[0m"
+_ANSI_ESCAPE = re.compile("\x1b\\[[0-9;]*m")
 
 
 def to_categorical(y, num_classes=None, dtype="float32"):
@@ -128,11 +133,14 @@ class Progbar:
     """Displays a progress bar, like `keras.utils.Progbar`.
 
     With `verbose=1` on a terminal, one line is redrawn in place with
-    `'\\r'`, e.g. `"  37/469 [==>.....] - ETA: 12s - loss: 0.2345"`. When
-    the output is not a terminal (log file, pipe, CI), carriage returns
+    `'\\r'` in Keras 3's format: `" 37/469 ━━━━━━━━━━━━━━━━━━━━ 12s 25ms/step
+    - loss: 0.2345"`, i.e. the steps done, the bar, the ETA (the time since
+    the start once finished) and the time per step (its inverse is the
+    steps per second), with Keras's bold / green / white terminal styles.
+    When the output is not a terminal (log file, pipe, CI), carriage returns
     would leave a mess, so like `verbose=2` it prints a single summary
-    line once the target is reached, e.g.
-    `"469/469 - 12s - 25ms/step - loss: 0.2345"`.
+    line once the target is reached: the seconds the epoch took and the
+    time per step, e.g. `"469/469 - 12s - 25ms/step - loss: 0.2345"`.
 
     Args:
         target: Total number of steps expected, or `None` if unknown.
@@ -149,7 +157,7 @@ class Progbar:
             up at each write so redirections (e.g. pytest's capsys) work.
     """
 
-    def __init__(self, target, width=30, verbose=1, interval=0.05,
+    def __init__(self, target, width=20, verbose=1, interval=0.05,
                  stateful_metrics=None, unit_name="step", dynamic=None,
                  stream=None):
         self.target = target
@@ -217,27 +225,28 @@ class Progbar:
         self.update(self._seen_so_far + n, values)
 
     def _redraw(self, current, now, time_per_unit, finalize):
-        if self.target is not None:
+        """One in-place line in Keras 3's format: the bold step count, a bar of `━` (done in
+        green, the rest in white), then the ETA while running or the elapsed time once done
+        (bold), the time per step, and the metrics."""
+        if self.target:
             digits = len(str(self.target))
-            fraction = current / self.target if self.target else 1.0
-            filled = min(int(self.width * fraction), self.width)
-            bar = f"{current:{digits}d}/{self.target} ["
-            if filled > 0:
-                bar += "=" * (filled - 1)
-                bar += ">" if current < self.target else "="
-            line = bar + "." * (self.width - filled) + "]"
+            done = min(int(self.width * current / self.target), self.width)
+            bar = f"{_BOLD}{current:{digits}d}/{self.target}{_RESET} "
+            if done > 0:
+                bar += f"{_GREEN}{'━' * done}{_RESET}"
+            bar += f"{_WHITE}{'━' * (self.width - done)}{_RESET}"
         else:
-            line = f"{current:7d}/Unknown"
-        if self.target is not None and not finalize:
-            eta = time_per_unit * (self.target - current)
-            line += f" - ETA: {_format_eta(eta)}"
+            bar = f"{current:7d}/Unknown"
+        if self.target and not finalize:
+            info = f" {_BOLD}{_format_eta(time_per_unit * (self.target - current))}{_RESET}"
         else:
-            line += (f" - {now - self._start:.0f}s "
-                     f"{_format_time_per_unit(time_per_unit, self.unit_name)}")
-        line += self._metrics_text()
-        # Blank out the tail of a longer previous line.
-        padding = " " * max(self._prev_width - len(line), 0)
-        self._prev_width = len(line)
+            info = f" {_BOLD}{now - self._start:.0f}s{_RESET}"
+        info += f" {_format_time_per_unit(time_per_unit, self.unit_name)}"
+        line = bar + info + self._metrics_text()
+        # Blank out the tail of a longer previous line (escape codes take no columns).
+        width = len(_ANSI_ESCAPE.sub("", line))
+        padding = " " * max(self._prev_width - width, 0)
+        self._prev_width = width
         self._write("\r" + line + padding + ("\n" if finalize else ""))
 
     def _metrics_text(self):
