@@ -1,0 +1,346 @@
+"""BroadcastBinary: x0 (op) x1 with numpy broadcasting, the engine behind keras.ops.add,
+subtract, multiply, divide, maximum and minimum (and a custom layer's learned scale or bias).
+
+Shape rule: numpy's, over logical dims of equal rank ((N, C, H, W) for 4D whatever the data
+format): axes of size 1 broadcast. The second operand is either a tensor (arity None: two
+inputs) or a trainable parameter the op owns (arity 1; `operand` = (short name, logical dims
+with 1 on the broadcast axes, tag of its Keras layout)).
+
+Forward: one oneDNN binary call with the full-size operand as src0 in its own layout (blocked
+from a conv or plain) and the other as src1 in the layout the primitive picks for it (so a
+per-channel bias onto nChw8c is read as 8-lane blocks too); swapped for commutative ops when
+x0 is the broadcast one (subtract swaps with a fused `* -1`). oneDNN 3.2 has only its
+reference kernel (100x slower) for many broadcast patterns, and none for both operands
+broadcasting: those run broadcast_kernels.elementwise_kernel, on the layout as it is.
+
+Backward: the gradient of an operand is the output gradient times the local derivative
+(1 for add, -1, the other operand, 1 / x1, -x0 / x1**2, the max / min share), summed over the
+axes where that operand was broadcast. A full-size input of add gets the output gradient
+buffer itself (no copy). The sum is broadcast_kernels.reduce_kernel, with multiply's factor
+fused into it, because oneDNN 3.2's reduction runs its reference kernel for the per-channel
+sum of nhwc and blocked layouts (see broadcast_kernels.py).
+"""
+
+import numpy as np
+
+from ..binding import constants as dnnl
+from ..binding.memory import MemoryDesc, layout_key
+from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from . import broadcast_kernels as kernels
+from .base import Op
+from .merge import linear, needed
+from .numba_config import THREADS
+from .tensor import CHANNELS_LAST, Tensor
+
+OPERATIONS = ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+ALGORITHMS = {"add": dnnl.binary_add, "subtract": dnnl.binary_sub,
+              "multiply": dnnl.binary_mul, "divide": dnnl.binary_div,
+              "maximum": dnnl.binary_max, "minimum": dnnl.binary_min}
+# ops whose operands may be swapped so the full-size one is oneDNN's src0 (subtract too, with
+# the result negated by a post-op)
+SWAPPABLE = {"add", "multiply", "maximum", "minimum", "subtract"}
+
+
+def broadcast_dims(label, first, second):
+    """numpy's broadcast of two logical dims of equal rank (None: an unknown batch)."""
+    first, second = tuple(first), tuple(second)
+    result = []
+    if len(first) == len(second):
+        for a, b in zip(first, second, strict=True):
+            if a == b or b == 1 or b is None and a != 1:
+                result.append(a)
+            elif a == 1 or a is None:
+                result.append(b)
+            else:
+                break
+        else:
+            return tuple(result)
+    raise ValueError(f"{label}: shapes {first} and {second} do not broadcast (axes must be "
+                     "equal or 1, ranks equal)")
+
+
+def plain_desc(dims, data_format):
+    """The row-major layout in Keras' order: nhwc for 4D channels_last, else abcd..."""
+    tag = dnnl.acdb if len(dims) == 4 and data_format == CHANNELS_LAST else None
+    return MemoryDesc.with_tag(dims, dnnl.f32, tag)
+
+
+class BroadcastBinary(Op):
+    """Args:
+        name: the op's (layer's) name.
+        operation: one of OPERATIONS.
+        operand: None (two input tensors, x[0] (op) x[1]), or (short name, logical dims,
+            Keras tag) of a trainable parameter: x (op) parameter, the parameter named
+            "<name>/<short name>".
+    """
+
+    def __init__(self, name, operation, operand=None):
+        if operation not in OPERATIONS:
+            raise ValueError(f"BroadcastBinary '{name}': argument operation must be one of "
+                             f"{list(OPERATIONS)}, got {operation!r}")
+        self.name = name
+        self.operation = operation
+        self.operand = None
+        if operand is not None:
+            short, dims, tag = operand
+            self.operand = (str(short), tuple(int(d) for d in dims), tag)
+        self.arity = None if operand is None else 1
+        # a parameter of batch 1 is the same for every image: the op may run in sub-batches
+        self.per_image = self.operand is not None and self.operand[1][0] == 1
+
+    @property
+    def label(self):
+        return f"{self.operation} '{self.name}'"
+
+    @property
+    def parameter_name(self):
+        return f"{self.name}/{self.operand[0]}"
+
+    def parameter_dims(self, input_dims):
+        if self.operand is None:
+            return {}
+        short, dims, tag = self.operand
+        return {short: (dims, tag)}
+
+    def output_dims(self, input_dims):
+        if self.operand is not None:
+            return broadcast_dims(self.label, input_dims, self.operand[1])
+        if len(input_dims) != 2:
+            raise ValueError(f"{self.label}: takes exactly 2 inputs, got {len(input_dims)}")
+        return broadcast_dims(self.label, *input_dims)
+
+    # -- forward --------------------------------------------------------------------------
+    def forward(self, builder, x, need_input_grad=None):
+        if self.operand is None:
+            tensors = list(x)
+            self.output_dims([t.dims for t in tensors])
+            need = needed(need_input_grad, 2)
+            dims = [tuple(t.dims) for t in tensors]
+        else:
+            tensors = [x]
+            need = [need_input_grad is not False, builder.wants_grad(self.parameter_name)]
+            dims = [tuple(x.dims), self.operand[1]]
+        for tensor in tensors:
+            if tensor.memory.desc.data_type != dnnl.f32:
+                raise NotImplementedError(f"{self.label}: runs in float32 only; use the "
+                                          "'float32' dtype policy for this layer")
+        out_dims = broadcast_dims(self.label, *dims)
+        data_format = tensors[0].data_format
+        plan = _Planned(self, builder, tensors, dims, out_dims, data_format)
+        plan.forward()
+        output = Tensor(plan.output, data_format, tensors[0].flattened,
+                        backward_reads_memory=False)
+        return output, (lambda output_grad: plan.backward(output_grad, need))
+
+
+class _Planned:
+    """One application of a BroadcastBinary in a plan: its operands as planned, for backward.
+
+    memories[i]: operand i as the forward call reads it (full-size operands in the output's
+    layout, broadcast ones in the layout the binary primitive picked, or plain)."""
+
+    def __init__(self, op, builder, tensors, dims, out_dims, data_format):
+        self.op, self.builder = op, builder
+        self.tensors, self.dims, self.out_dims = tensors, dims, out_dims
+        self.data_format = data_format
+        self.full = [d == out_dims for d in dims]
+        self.memories = [None, None]
+        self.output = None
+
+    def operand_memory(self, index, desc):
+        """Operand `index` in layout desc (a reorder if needed; the parameter via param())."""
+        if index == 1 and self.op.operand is not None:
+            return self.builder.param(self.op.parameter_name, desc)
+        return self.builder.reorder(self.tensors[index].memory, desc,
+                                    f"{self.op.name} input {index} to layout")
+
+    def source_desc(self, index):
+        if index == 1 and self.op.operand is not None:
+            return None  # a parameter: wherever the primitive wants it
+        return self.tensors[index].memory.desc
+
+    def forward(self):
+        op, builder = self.op, self.builder
+        label = f"{op.name} forward"
+        big = 0 if self.full[0] and self.source_desc(0) is not None else None
+        if big is None and self.full[1] and self.source_desc(1) is not None \
+                and op.operation in SWAPPABLE:
+            big = 1
+        if big is not None and self._forward_onednn(big, label):
+            return
+        desc = self._iteration_desc()
+        self.memories = [self.operand_memory(i, self._layout_for(i, desc)) for i in (0, 1)]
+        self.output = builder.allocate(desc)
+        self._elementwise(kernels.CODES[op.operation], self.output, self.memories[0],
+                          self.memories[1], None, label, backward=False)
+
+    def _forward_onednn(self, big, label):
+        """src0 = the full-size operand `big`; False when oneDNN has only its ref kernel."""
+        op, builder = self.op, self.builder
+        small = 1 - big
+        desc = self.source_desc(big)
+        swapped_subtract = big == 1 and op.operation == "subtract"
+        post = ((dnnl.eltwise_linear, -1.0, 0.0),) if swapped_subtract else ()
+        # a broadcast operand goes where the primitive wants it (8-lane blocks for nChw8c)
+        small_desc = desc if self.full[small] else MemoryDesc.any(self.dims[small])
+        primitive = _binary(builder, op.operation, desc, small_desc, post, op.label)
+        if primitive.pd.implementation.startswith("ref"):
+            return False
+        self.memories[big] = self.tensors[big].memory
+        self.memories[small] = self.operand_memory(small,
+                                                   primitive.pd.md(dnnl.query_src_md, 1))
+        self.output = builder.allocate(desc)
+        builder.add_forward(builder.bind(primitive, {
+            dnnl.ARG_SRC: self.memories[big], dnnl.ARG_SRC_1: self.memories[small],
+            dnnl.ARG_DST: self.output}, label))
+        return True
+
+    def _iteration_desc(self):
+        """The output layout of the numba path: a full-size input's, when walkable."""
+        for index in (0, 1):
+            desc = self.source_desc(index)
+            if self.full[index] and desc is not None and kernels.physical_axes(desc):
+                return desc
+        return plain_desc(self.out_dims, self.data_format)
+
+    def _layout_for(self, index, desc):
+        """Where operand `index` is read from by a kernel iterating over layout `desc`."""
+        if self.full[index]:
+            return desc
+        source = self.source_desc(index)
+        axes = kernels.physical_axes(desc)
+        if source is not None and kernels.operand_strides(axes, self.dims[index],
+                                                          source) is not None:
+            return source
+        return plain_desc(self.dims[index], self.data_format)
+
+    def _elementwise(self, code, out, x, y, z, label, backward):
+        """out = f(x, y, z) by elementwise_kernel, iterating over out's (full-size) layout."""
+        axes = kernels.physical_axes(out.desc)
+        strides = [kernels.operand_strides(axes, memory.desc.dims, memory.desc)
+                   for memory in (out, x, y, z if z is not None else x)]
+        if z is None:
+            strides[3] = [0] * len(axes)
+        shape, strides = kernels.plan_axes(axes, strides)
+        call = self.builder.memory_kernel(kernels.elementwise_kernel, (
+            np.int64(code), out, x, y, z if z is not None else x, shape, strides), label)
+        (self.builder.add_backward if backward else self.builder.add_forward)(call)
+
+    # -- backward -------------------------------------------------------------------------
+    def backward(self, output_grad, need):
+        builder, op = self.builder, self.op
+        wanted = [need[0], need[1]]
+        if not any(wanted):
+            return None if op.operand is not None else [None, None]
+        grads = [None, None]
+        grad = output_grad
+        if op.operation not in ("add", "subtract") or kernels.physical_axes(grad.desc) is None:
+            # the local derivatives read the operands: the gradient joins their layout
+            grad = builder.reorder(output_grad, self._work_desc(),
+                                   f"{op.name} gradient to layout", backward=True)
+            self._walkable_operands(grad.desc)
+        for index in (0, 1):
+            if wanted[index]:
+                grads[index] = self._input_grad(index, grad)
+        if grads[0] is not None and grads[0] is grads[1]:
+            builder.share(grads[0])
+        if op.operand is not None:
+            return grads[0]
+        return grads
+
+    def _work_desc(self):
+        """The backward's full-size layout: the output's, or plain if it has padding."""
+        desc = self.output.desc
+        return desc if kernels.physical_axes(desc) else plain_desc(self.out_dims,
+                                                                   self.data_format)
+
+    def _walkable_operands(self, desc):
+        """Reorder (in backward) the operands a kernel over `desc` cannot walk as they are."""
+        axes = kernels.physical_axes(desc)
+        for index, memory in enumerate(self.memories):
+            layout = desc if self.full[index] else memory.desc
+            if kernels.operand_strides(axes, self.dims[index], layout) is None:
+                layout = plain_desc(self.dims[index], self.data_format)
+            self.memories[index] = self.builder.reorder(
+                memory, layout, f"{self.op.name} input {index} to layout", backward=True)
+
+    def _input_grad(self, index, grad):
+        op, builder = self.op, self.builder
+        operation = op.operation
+        label = f"{op.name} backward {index}"
+        other = self.memories[1 - index]
+        scale = -1.0 if operation == "subtract" and index == 1 else 1.0
+        factor = None  # a full-size array the reduction multiplies by (multiply's other side)
+        if operation in ("add", "subtract"):
+            local = grad
+        elif operation == "multiply" and not self.full[index] and self.full[1 - index] \
+                and other.desc == grad.desc:
+            local, factor = grad, other
+        else:
+            local = self._local_derivative(index, grad, label)
+        if self.full[index]:
+            if scale == -1.0:
+                return linear(builder, local, -1.0, f"{label} negate")
+            return local
+        return self._reduce(index, local, factor, scale, label)
+
+    def _local_derivative(self, index, grad, label):
+        """A new full-size buffer: the output gradient times d output / d operand `index`."""
+        operation = self.op.operation
+        x0, x1 = self.memories
+        target = self.builder.allocate(grad.desc)
+        if operation == "multiply":
+            self._elementwise(kernels.MULTIPLY, target, grad, x1 if index == 0 else x0, None,
+                              label, backward=True)
+        elif operation == "divide" and index == 0:
+            self._elementwise(kernels.DIVIDE, target, grad, x1, None, label, backward=True)
+        elif operation == "divide":
+            self._elementwise(kernels.DIVIDE_GRAD_DIVISOR, target, x0, x1, grad, label,
+                              backward=True)
+        else:  # maximum / minimum: the share of this input, ties split in half (as JAX)
+            first, second = (x0, x1) if operation == "maximum" else (x1, x0)
+            code = kernels.EXTREME_SHARE_FIRST if index == 0 else kernels.EXTREME_SHARE_SECOND
+            self._elementwise(code, target, first, second, grad, label, backward=True)
+        return target
+
+    def _reduce(self, index, source, factor, scale, label):
+        """The sum of source (times factor) over operand `index`'s broadcast axes."""
+        builder, op = self.builder, self.op
+        dims = self.dims[index]
+        axes = kernels.physical_axes(source.desc)
+        if op.operand is not None and index == 1:
+            name = op.parameter_name
+            desc = self.memories[1].desc
+            if kernels.operand_strides(axes, dims, desc) is None:
+                desc = plain_desc(dims, self.data_format)
+            target = builder.param_grad(name, desc)
+        else:
+            desc = self.tensors[index].memory.desc
+            if kernels.operand_strides(axes, dims, desc) is None:
+                desc = plain_desc(dims, self.data_format)
+            target = builder.allocate(desc)
+        strides = [kernels.operand_strides(axes, dims, target.desc),
+                   kernels.operand_strides(axes, self.out_dims, source.desc)]
+        strides.append(strides[1])
+        shape, strides = kernels.split_rows(*kernels.plan_axes(axes, strides))
+        partials = np.zeros((THREADS, target.desc.size // 4), np.float32)
+        builder.add_backward(builder.memory_kernel(kernels.reduce_kernel, (
+            target, source, factor if factor is not None else _EMPTY, np.float32(scale),
+            shape, strides, partials), f"{label} sum over broadcast axes"))
+        return target
+
+
+_EMPTY = np.zeros(0, np.float32)
+
+
+def _binary(builder, operation, desc, small_desc, post, label):
+    alg = ALGORITHMS[operation]
+
+    def create():
+        attributes = Attributes(post) if post else default_attributes()
+        return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
+                             f"{label} {desc} {operation} {small_desc}", alg, desc.handle,
+                             small_desc.handle, desc.handle, attributes.handle)
+
+    key = ("broadcast binary", alg, layout_key(desc), layout_key(small_desc), post)
+    return builder.primitive(key, create)

@@ -1,0 +1,249 @@
+"""numba kernels of the broadcasting ops (broadcast.py) where oneDNN 3.2 is slow or lacks one.
+
+Both kernels walk the *physical* axes of a buffer, so they run on the activations' layouts as
+they are (nhwc, nchw, oneDNN's blocked nChw8c / nChw16c) without a reorder:
+
+- `elementwise_kernel`: out = f(x, y, z) element by element, each operand read through its
+  own strides (stride 0 on a broadcast axis). oneDNN's binary primitive has only its
+  reference kernel (100x slower) for many broadcast patterns (e.g. (1, C, H, 1) onto
+  (N, C, H, W)), none for both operands broadcasting, and none for the local derivatives of
+  divide / maximum / minimum.
+- `reduce_kernel`: the sum of a gradient (optionally times a second array, the local
+  derivative of multiply) over the broadcast axes. Per-thread partial sums, then one pass
+  adding them up. oneDNN 3.2's reduction primitive has a jit kernel only for reductions over
+  the innermost dims of plain layouts (nchw -> (N, C, 1, 1)); the per-channel sum of an nhwc or
+  nChw8c gradient (a bias gradient) runs its reference kernel: 160-600 ms for 128x64x24x24
+  floats where this kernel takes a few ms (scripts: `python -m kiln.bench ops` and the micro
+  timing in docs/performance.md).
+
+`plan_axes` turns (layout, operand dims) into the kernels' arguments: the physical axes of the
+iteration space in memory order, adjacent axes merged where every operand allows, padded to
+AXES at the outside.
+"""
+
+import numpy as np
+
+from ..binding.memory import layout_key
+from .numba_config import PARALLEL, SERIAL, THREADS, njit, prange
+
+AXES = 6  # enough for any alternation of kept / reduced axes of a 5D blocked layout
+U = np.uint64  # unsigned indices: numba's negative-index wrap turns loads into gathers
+F = np.float32
+
+# elementwise_kernel's functions: out = ...
+ADD, SUBTRACT, MULTIPLY, DIVIDE, MAXIMUM, MINIMUM = 0, 1, 2, 3, 4, 5   # x (op) y
+DIVIDE_GRAD_DIVISOR = 6      # -z * x / y**2         (z: the output gradient)
+EXTREME_SHARE_FIRST = 7      # z * (x > y) + z / 2 * (x == y): maximum's first input
+EXTREME_SHARE_SECOND = 8     # z * (y > x) + z / 2 * (x == y)
+CODES = {"add": ADD, "subtract": SUBTRACT, "multiply": MULTIPLY, "divide": DIVIDE,
+         "maximum": MAXIMUM, "minimum": MINIMUM}
+
+
+def physical_axes(desc):
+    """[(logical axis, extent, stride in elements, multiplier), ...] of a dense layout: plain
+    (any order of the dims) or blocked with one inner block (nChw8c: axis 1 appears twice, as
+    C / 8 blocks of multiplier 8 and as 8 lanes of multiplier 1). The multiplier maps a
+    physical index onto the logical index: logical = sum(index * multiplier). None when the
+    layout has padding or is of another kind (the caller reorders to a plain layout)."""
+    key = layout_key(desc)
+    if len(key) != 6 or desc.size != 4 * int(np.prod(desc.dims)):
+        return None
+    dims, _, _, strides, blocks, block_axes = key
+    if len(blocks) > 1:
+        return None
+    axes = []
+    for axis, (extent, stride) in enumerate(zip(dims, strides, strict=True)):
+        block = blocks[0] if blocks and block_axes[0] == axis else 1
+        axes.append((axis, extent // block, stride, block))
+    if blocks:
+        axes.append((block_axes[0], blocks[0], 1, 1))
+    return axes
+
+
+def operand_strides(axes, dims, desc):
+    """The strides (elements) of an operand of logical `dims` in `desc` along the physical
+    `axes` of an iteration space (physical_axes of another desc): 0 where the operand has
+    size 1 (broadcast). None when its layout cannot be walked that way (padded, or blocked
+    differently from the iteration space): the caller reorders it to a plain layout."""
+    key = layout_key(desc)
+    if len(key) != 6 or desc.size != 4 * int(np.prod(desc.dims)) or len(key[4]) > 1:
+        return None
+    strides, blocks, block_axes = key[3], key[4], key[5]
+    result = []
+    for axis, extent, _, multiplier in axes:
+        if dims[axis] == 1:
+            result.append(0)
+        elif not blocks or axis != block_axes[0]:
+            result.append(strides[axis] * multiplier)
+        elif multiplier == blocks[0]:   # the blocks of the blocked axis
+            result.append(strides[axis])
+        elif multiplier == 1 and extent == blocks[0]:  # the lanes inside a block
+            result.append(1)
+        else:
+            return None
+    return result
+
+
+def split_rows(shape, strides):
+    """Cut a long inner axis in two when there are too few rows to give every thread some (a
+    contiguous tensor summed to a scalar is one row)."""
+    rows = int(np.prod(shape[:-1]))
+    inner = int(shape[-1])
+    if rows >= 4 * THREADS or shape[0] != 1 or inner < 4096:
+        return shape, strides
+    for parts in range(64, 1, -1):
+        if inner % parts == 0:
+            shape = np.concatenate([shape[1:-1], [parts, inner // parts]]).astype(np.int64)
+            strides = np.concatenate([strides[:, 1:-1], strides[:, -1:] * (inner // parts),
+                                      strides[:, -1:]], axis=1).astype(np.int64)
+            return shape, strides
+    return shape, strides
+
+
+def plan_axes(axes, stride_lists):
+    """(shape, strides) for the kernels: the physical axes in memory order, axes of extent 1
+    dropped, neighbours merged where every operand steps evenly across them, padded to AXES
+    axes at the outside. strides: int64 (operands, AXES)."""
+    order = sorted(range(len(axes)), key=lambda i: -axes[i][2])
+    shape, strides = [], [[] for _ in stride_lists]
+    for i in order:
+        extent = axes[i][1]
+        if extent == 1:
+            continue
+        pairs = zip(strides, stride_lists, strict=True)
+        if shape and all(s[-1] == extent * lst[i] for s, lst in pairs):
+            shape[-1] *= extent
+            for s, lst in zip(strides, stride_lists, strict=True):
+                s[-1] = lst[i]
+            continue
+        shape.append(extent)
+        for s, lst in zip(strides, stride_lists, strict=True):
+            s.append(lst[i])
+    if len(shape) > AXES:
+        raise ValueError(f"broadcast over {len(shape)} physical axes (at most {AXES})")
+    pad = AXES - len(shape)
+    return (np.array([1] * pad + shape, dtype=np.int64),
+            np.array([[0] * pad + s for s in strides], dtype=np.int64))
+
+
+@njit(**SERIAL)
+def _start(shape, strides, row):
+    """Offsets of each operand at row `row` of the outer AXES - 1 axes, and its index."""
+    index = np.zeros(AXES, dtype=np.int64)
+    offsets = np.zeros(strides.shape[0], dtype=np.int64)
+    rest = row
+    for axis in range(AXES - 2, -1, -1):
+        index[axis] = rest % shape[axis]
+        rest //= shape[axis]
+        for k in range(strides.shape[0]):
+            offsets[k] += index[axis] * strides[k, axis]
+    return index, offsets
+
+
+@njit(**SERIAL)
+def _next(shape, strides, index, offsets):
+    """Advance (index, offsets) by one row (an odometer over the outer axes)."""
+    for axis in range(AXES - 2, -1, -1):
+        index[axis] += 1
+        for k in range(strides.shape[0]):
+            offsets[k] += strides[k, axis]
+        if index[axis] < shape[axis]:
+            return
+        for k in range(strides.shape[0]):
+            offsets[k] -= shape[axis] * strides[k, axis]
+        index[axis] = 0
+
+
+@njit(**PARALLEL)
+def elementwise_kernel(code, out, x, y, z, shape, strides):
+    """out = f(x, y, z) per `code`; strides rows: out, x, y, z (z unused by x (op) y)."""
+    rows = 1
+    for axis in range(AXES - 1):
+        rows *= shape[axis]
+    inner = shape[AXES - 1]
+    so, sx, sy, sz = (strides[0, AXES - 1], strides[1, AXES - 1], strides[2, AXES - 1],
+                      strides[3, AXES - 1])
+    chunks = min(rows, 8 * THREADS)
+    for chunk in prange(chunks):
+        first, last = rows * chunk // chunks, rows * (chunk + 1) // chunks
+        index, offsets = _start(shape, strides, first)
+        for _ in range(first, last):
+            o, a, b, c = offsets[0], offsets[1], offsets[2], offsets[3]
+            for e in range(inner):
+                u, v = x[U(a + e * sx)], y[U(b + e * sy)]
+                if code == ADD:
+                    r = u + v
+                elif code == SUBTRACT:
+                    r = u - v
+                elif code == MULTIPLY:
+                    r = u * v
+                elif code == DIVIDE:
+                    r = u / v
+                elif code == MAXIMUM:
+                    r = max(u, v)
+                elif code == MINIMUM:
+                    r = min(u, v)
+                elif code == DIVIDE_GRAD_DIVISOR:
+                    r = -z[U(c + e * sz)] * u / (v * v)
+                elif code == EXTREME_SHARE_FIRST:
+                    r = z[U(c + e * sz)] * (F(u > v) + F(0.5) * F(u == v))
+                else:
+                    r = z[U(c + e * sz)] * (F(v > u) + F(0.5) * F(u == v))
+                out[U(o + e * so)] = r
+            _next(shape, strides, index, offsets)
+
+
+@njit(**PARALLEL)
+def reduce_kernel(out, g, m, scale, shape, strides, partials):
+    """out = scale * sum of g (times m when m is not empty) over the axes where out's stride
+    is 0; strides rows: out, g, m (m in g's layout). partials: (THREADS, out.size) scratch.
+
+    The rows of the outer axes are cut into one contiguous range per thread; each thread adds
+    into its own partial row, so the common cases run as contiguous, vectorized inner loops:
+    a kept inner axis (per-channel sum of nhwc / nChw8c: part[c] += g[c]) or a reduced one
+    (nchw: a sum of H*W contiguous floats).
+    """
+    rows = 1
+    for axis in range(AXES - 1):
+        rows *= shape[axis]
+    inner = shape[AXES - 1]
+    so, sg = strides[0, AXES - 1], strides[1, AXES - 1]
+    fused = m.size > 0
+    threads = min(rows, THREADS)
+    for t in prange(threads):
+        part = partials[t]  # one row per range, not per thread id: never zeroed twice
+        part[:] = 0.0
+        first, last = rows * t // threads, rows * (t + 1) // threads
+        if first == last:
+            continue
+        index, offsets = _start(shape, strides, first)
+        for _ in range(first, last):
+            o, a = offsets[0], offsets[1]
+            if so == 1 and sg == 1:
+                if fused:
+                    for e in range(inner):
+                        part[U(o + e)] += g[U(a + e)] * m[U(a + e)]
+                else:
+                    for e in range(inner):
+                        part[U(o + e)] += g[U(a + e)]
+            elif so == 0 and sg == 1:
+                total = F(0.0)
+                if fused:
+                    for e in range(inner):
+                        total += g[U(a + e)] * m[U(a + e)]
+                else:
+                    for e in range(inner):
+                        total += g[U(a + e)]
+                part[U(o)] += total
+            else:
+                for e in range(inner):
+                    value = g[U(a + e * sg)]
+                    if fused:
+                        value *= m[U(a + e * sg)]
+                    part[U(o + e * so)] += value
+            _next(shape, strides, index, offsets)
+    for i in prange(out.size):
+        total = F(0.0)
+        for t in range(threads):
+            total += partials[t, U(i)]
+        out[U(i)] = scale * total
