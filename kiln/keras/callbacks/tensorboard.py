@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ...profiler.batches import BatchProfiler
 from .callback import Callback
 from .summary_writer import SummaryWriter, import_tensorboard
 
@@ -44,7 +45,9 @@ class TensorBoard(Callback):
         update_freq: "epoch", "batch" (same as 1) or an integer number of batches between
             batch-level scalars.
         profile_batch: Batch(es) to profile: an integer, a pair (start, stop) or "start,stop";
-            0 (default) profiles none.
+            0 (default) profiles none. kiln.profiler records those batches call by call and
+            writes `train/plugins/profile/<run>/<host>.trace.json.gz` for TensorBoard's
+            profile plugin (the batches after them run plain, for the overhead).
         embeddings_freq: Accepted for compatibility (Keras's embeddings projector); must be 0.
         embeddings_metadata: Accepted for compatibility.
     """
@@ -61,6 +64,7 @@ class TensorBoard(Callback):
         self.write_steps_per_second = write_steps_per_second
         self.update_freq = _check_update_freq(update_freq)
         self.profile_batch = profile_batch
+        self._batch_profiler = BatchProfiler(profile_batch)  # validates it, as Keras
         if embeddings_freq:
             raise ValueError(f"TensorBoard: argument embeddings_freq must be 0 (kiln has no "
                              f"embeddings projector), got {embeddings_freq!r}")
@@ -106,8 +110,10 @@ class TensorBoard(Callback):
     # -- training -------------------------------------------------------------------------
     def on_train_begin(self, logs=None):
         self._global_train_batch = 0
+        self._batch_profiler.begin(self.model)
 
     def on_train_end(self, logs=None):
+        self._batch_profiler.finish(os.path.join(self.log_dir, "train"))
         self._close_writers()
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -121,6 +127,8 @@ class TensorBoard(Callback):
             self._batch_start_time = time.time()
 
     def on_train_batch_end(self, batch, logs=None):
+        self._batch_profiler.after_batch(self._global_train_batch,
+                                         os.path.join(self.log_dir, "train"))
         if not self._records_batch(self._global_train_batch):
             return
         writer = self._writer("train")
