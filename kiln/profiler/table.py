@@ -6,12 +6,20 @@ def _cut(text, width):
     return text if len(text) <= width else text[:width - 1] + "~"
 
 
+def _call(row):
+    """The label without the layer name it starts with (the layer column shows it)."""
+    label, name = row["label"], row["name"]
+    if label.startswith((name + " ", name + "/")) and row["layers"]:
+        return label[len(name) + 1:]
+    return label
+
+
 def call_lines(profile, limit=None):
     step = profile.summary()["calls_seconds"]
     rows = sorted(profile.rows(), key=lambda row: -row["seconds"])
     shown = rows if limit is None else rows[:limit]
-    out = [f"{'ms':>8} {'%':>5}  {'phase':<8} {'layer':<26} {'call':<36} "
-           f"{'primitive: implementation':<40} {'GFLOP':>7} {'MB':>7} {'rate':>13} "
+    out = [f"{'ms':>8} {'%':>5}  {'phase':<8} {'layer':<24} {'call':<30} "
+           f"{'primitive: implementation':<46} {'GFLOP':>7} {'MB':>7} {'rate':>13} "
            f"{'% peak':>7}"]
     for row in shown:
         ms = row["seconds"] * 1e3
@@ -25,8 +33,8 @@ def call_lines(profile, limit=None):
         if row["calls"] > 1:
             kernel += f" x{row['calls']}"
         out.append(f"{ms:8.3f} {100 * row['seconds'] / step:5.1f}  {row['phase']:<8} "
-                   f"{_cut(row['name'], 26):<26} {_cut(row['label'], 36):<36} "
-                   f"{_cut(kernel, 40):<40} {row['flops'] / 1e9:7.3f} "
+                   f"{_cut(row['name'], 24):<24} {_cut(_call(row), 30):<30} "
+                   f"{_cut(kernel, 46):<46} {row['flops'] / 1e9:7.3f} "
                    f"{row['bytes'] / 2**20:7.2f} {rate:>13} {peak:>7}")
     if len(shown) < len(rows):
         rest = sum(row["seconds"] for row in rows[len(shown):]) * 1e3
