@@ -58,4 +58,5 @@ def test_chart_png(profiled, tmp_path):
     image = pytest.importorskip("matplotlib.image")
     path = profiled.save_chart(tmp_path / "layers.png")
     pixels = image.imread(path)
-    assert pixels.ndim == 3 and pixels.shape[0] > 100 and pixels.shape[1] > 100
+    # kiln.plot's layer chart: 800 pixels wide, 120 + 26 per row high, one row per layer
+    assert pixels.shape[:2] == (120 + 26 * len(profiled.layer_rows()), 800)
