@@ -13,6 +13,8 @@ dataset's shuffled order is rank 0's, broadcast each epoch). Then:
   ModelCheckpoint) happen on rank 0 only; predict gathers every rank's rows on every rank.
 BatchNormalization's batch statistics stay per rank (each normalizes its own shard); its
 moving statistics are averaged across ranks when fit ends, so all replicas end equal.
+SyncBatchNormalization (BatchNormalization(synchronized=True)) normalizes with the global
+batch's statistics instead.
 """
 
 import hashlib
@@ -20,6 +22,7 @@ import hashlib
 import numpy as np
 
 from ... import __version__
+from ...ops.sync_batch_norm import SyncBatchNorm
 from ...runtime.collective import GradientBuckets
 from ...runtime.feeder import aligned_array
 from ..trainers.data_adapters import ArrayDataAdapter, DataAdapter
@@ -170,6 +173,18 @@ def average_moving_statistics(world, model):
         start += size
 
 
+def synchronize_batch_norm(world, model):
+    """Give every synchronized BatchNormalization op the world to sum its statistics over
+    (training plans made before, without it, are dropped)."""
+    changed = False
+    for node in model.graph.nodes:
+        if isinstance(node.op, SyncBatchNorm) and node.op.sync is not world:
+            node.op.sync = world
+            changed = True
+    if changed:
+        model._plans = {key: plan for key, plan in model._plans.items() if key[0] is not True}
+
+
 def global_logs(world, logs, samples):
     """Each rank's running means, averaged over the ranks weighted by their `samples`."""
     names = list(logs)
@@ -199,6 +214,8 @@ def start(model, owner, adapter, reducer=False):
         return adapter
     check_same_job(world, model, owner, adapter)
     broadcast_weights(world, model)
+    if reducer:
+        synchronize_batch_norm(world, model)
     buckets = GradientBuckets(world, model.store) if reducer else None
     model._gradient_reducer = buckets
     return ShardedAdapter(adapter, world, owner, buckets)

@@ -11,6 +11,7 @@ import copy
 from ... import ops
 from ...graph.symbolic import apply
 from ...ops.flatten import FlattenToMatrix
+from ...ops.sync_batch_norm import SyncBatchNorm
 from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
@@ -22,8 +23,11 @@ class BatchNormalization(Layer):
         beta_initializer 'zeros', gamma_initializer 'ones', moving_mean_initializer 'zeros',
         moving_variance_initializer 'ones'.
         beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint: as in Keras.
-    Keras 2 arguments `fused` (an implementation choice) is accepted; renorm, virtual batches
-    and synchronized statistics raise: kiln does not have them yet.
+        synchronized: False; True computes the batch statistics over the global batch of a
+            data-parallel fit (every rank's shard), as Keras 3 (kiln/ops/sync_batch_norm.py);
+            in one process it changes nothing.
+    Keras 2 arguments `fused` (an implementation choice) is accepted; renorm and virtual
+    batches raise: kiln does not have them yet.
 
     Call arguments: training=False runs this call in inference mode (moving statistics).
     """
@@ -49,7 +53,7 @@ class BatchNormalization(Layer):
             if value is not None:
                 raise ValueError(f"{self.context}: argument {argument} is not supported yet, "
                                  f"expected None, got {value!r}")
-        for argument, value in (("synchronized", synchronized), ("renorm", renorm)):
+        for argument, value in (("renorm", renorm),):
             if value:
                 raise ValueError(f"{self.context}: argument {argument} is not supported yet, "
                                  f"expected False, got {value!r}")
@@ -69,8 +73,9 @@ class BatchNormalization(Layer):
             moving_mean_initializer, self.context, "moving_mean_initializer")
         self.moving_variance_initializer = initializers.get(
             moving_variance_initializer, self.context, "moving_variance_initializer")
-        self.op = ops.BatchNorm(self.name, self.epsilon, self.momentum, self.center,
-                                self.scale)
+        self.synchronized = bool(synchronized)
+        kind = SyncBatchNorm if self.synchronized else ops.BatchNorm
+        self.op = kind(self.name, self.epsilon, self.momentum, self.center, self.scale)
         # the op of calls made with training=False: always the moving statistics
         self._inference_op = copy.copy(self.op)
         self._inference_op.frozen = True
@@ -132,5 +137,5 @@ class BatchNormalization(Layer):
                     ("gamma_regularizer", self.gamma_regularizer, regularizers.serialize),
                     ("beta_constraint", self.beta_constraint, constraints.serialize),
                     ("gamma_constraint", self.gamma_constraint, constraints.serialize))},
-                "synchronized": False, "renorm": False, "renorm_clipping": None,
+                "synchronized": self.synchronized, "renorm": False, "renorm_clipping": None,
                 "renorm_momentum": 0.99}

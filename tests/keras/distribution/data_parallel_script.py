@@ -2,9 +2,9 @@
 
     mpiexec -n 2 python data_parallel_script.py <scenario> <output folder>
 
-scenarios: `train` (a Sequential CNN and a model with BatchNormalization, then evaluate,
-predict and files), `raise` / `kill` (rank 1 fails at its third step), `mismatch` (rank 1
-asks for another batch size).
+scenarios: `train` (a Sequential CNN, then evaluate, predict and files; a model with
+BatchNormalization, and the same with synchronized statistics), `raise` / `kill` (rank 1
+fails at its third step), `mismatch` (rank 1 asks for another batch size).
 """
 
 import os
@@ -32,10 +32,10 @@ def cnn():
                              MaxPooling2D(2), Flatten(), Dense(4, activation="softmax")])
 
 
-def batch_norm_model():
+def batch_norm_model(synchronized=False):
     inputs = keras.Input((8, 8, 3))
     x = Conv2D(4, 3, use_bias=False)(inputs)
-    x = BatchNormalization()(x)
+    x = BatchNormalization(synchronized=synchronized)(x)
     x = keras.layers.Activation("relu")(x)
     outputs = Dense(4, activation="softmax")(Flatten()(x))
     return keras.Model(inputs, outputs)
@@ -52,9 +52,9 @@ def train_cnn(callbacks=(), batch_size=BATCH):
     return model, history
 
 
-def train_batch_norm():
+def train_batch_norm(synchronized=False):
     keras.utils.set_random_seed(4)
-    model = batch_norm_model()
+    model = batch_norm_model(synchronized)
     model.compile(optimizer="sgd", loss="categorical_crossentropy")
     x, y = data(1)
     model.fit(x, y, batch_size=BATCH, epochs=2, shuffle=True, verbose=0)
@@ -81,6 +81,7 @@ def main(scenario, folder):
              accuracy=np.array(history.history["accuracy"]),
              evaluated=np.array(evaluated), predicted=predicted)
         save(os.path.join(folder, f"bn_rank{rank}.npz"), train_batch_norm())
+        save(os.path.join(folder, f"sync_bn_rank{rank}.npz"), train_batch_norm(True))
     elif scenario in ("raise", "kill"):
         with open(os.path.join(folder, f"pid{rank}"), "w") as file:  # mpiexec names pids
             file.write(str(os.getpid()))

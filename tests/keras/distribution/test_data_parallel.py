@@ -1,6 +1,7 @@
 """Data-parallel fit on two MPI ranks (mpiexec from the `distributed` extra), launched from
 here with a timeout: both ranks end with bit-identical weights equal (float32 tolerance) to
-one process trained on the same global batches, logs are global, rank 0's checkpoint loads in
+one process trained on the same global batches (with BatchNormalization(synchronized=True)
+too), logs are global, rank 0's checkpoint loads in
 one process, and a failing, killed or mismatched rank ends the whole job with a message.
 
 The reference runs in this process first: it also fills numba's on-disk cache, so the ranks
@@ -80,6 +81,8 @@ def reference():
     model, history = script.train_cnn()
     x, y = script.data()
     return {"weights": model.get_weights(), "history": history.history,
+            # in one process synchronized statistics are plain BatchNormalization's
+            "sync_bn": script.train_batch_norm(synchronized=True).get_weights(),
             "evaluated": model.evaluate(x, y, batch_size=script.BATCH, verbose=0),
             "predicted": model.predict(x, batch_size=script.BATCH)}
 
@@ -113,6 +116,17 @@ def test_batch_norm_model_ends_identical_on_both_ranks(trained):
     for name in ranks[0].files:
         assert np.isfinite(ranks[0][name]).all()
         assert np.array_equal(ranks[0][name], ranks[1][name]), f"{name} differs"
+
+
+def test_synchronized_batch_norm_equals_one_process_on_the_global_batch(trained, reference):
+    ranks = [np.load(trained / f"sync_bn_rank{rank}.npz") for rank in (0, 1)]
+    for index, expected in enumerate(reference["sync_bn"]):  # moving statistics included
+        first, second = (r[f"w{index}"] for r in ranks)
+        assert np.array_equal(first, second), f"weight {index} differs between the ranks"
+        np.testing.assert_allclose(first, expected, rtol=1e-5, atol=1e-6)
+    # per-rank statistics (plain BatchNormalization) train other weights
+    plain = np.load(trained / "bn_rank0.npz")
+    assert not np.allclose(plain["w0"], ranks[0]["w0"], rtol=1e-5, atol=1e-6)
 
 
 def test_rank_zero_checkpoint_and_log_load_in_one_process(trained):
