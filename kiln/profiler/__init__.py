@@ -22,7 +22,7 @@ __all__ = ["Profile", "Session", "alternating", "measure_peaks", "profile",
 def measure_peaks():
     """The same-run peaks percentages are taken of: sgemm GFLOP/s and copy GB/s (best of a
     few runs each, about a second together)."""
-    return {"matmul_gflops": sgemm_gflops(size=1024, repeats=5),
+    return {"matmul_gflops": sgemm_gflops(size=2048, repeats=5),
             "copy_gbps": copy_gbps(megabytes=32, repeats=5)}
 
 

@@ -31,11 +31,13 @@ class ScriptProfiler:
         trace / png / tensorboard: where to write the trace JSON, the bar chart and the
             TensorBoard profile (None: not written).
         print_fn: where the table goes.
+        top: show only this many of the slowest calls (all when None).
     """
 
     def __init__(self, steps=10, warmup=2, keep_running=False, trace=None, png=None,
-                 tensorboard=None, print_fn=print):
+                 tensorboard=None, print_fn=print, top=None):
         self.steps, self.warmup, self.keep_running = steps, warmup, keep_running
+        self.top = top
         self.trace, self.png, self.tensorboard = trace, png, tensorboard
         self.print_fn = print_fn
         self.profile = None
@@ -97,7 +99,7 @@ class ScriptProfiler:
                           f"steps, fewer than the {self.warmup} warm-up ones: nothing recorded")
             return
         self.profile = Profile(model, session.records, session.plain_ns, measure_peaks())
-        self.print_fn(self.profile.table())
+        self.print_fn(self.profile.table(self.top))
         if self.trace:
             self.print_fn(f"trace: {self.profile.save_trace(self.trace)}")
         if self.tensorboard:
@@ -109,7 +111,7 @@ class ScriptProfiler:
 
 def main(argv=None):
     """`kiln profile script.py [--steps N] [--warmup N] [--trace out.json] [--png out.png]
-    [--tensorboard log_dir] [--keep-running] [-- script arguments]`."""
+    [--tensorboard log_dir] [--top N] [--keep-running] [-- script arguments]`."""
     import argparse
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -127,6 +129,7 @@ def main(argv=None):
     parser.add_argument("--png", help="write the per-layer forward/backward bar chart here")
     parser.add_argument("--tensorboard", metavar="LOG_DIR",
                         help="write the trace where TensorBoard's profile plugin reads it")
+    parser.add_argument("--top", type=int, help="show only the N slowest calls")
     parser.add_argument("--keep-running", action="store_true",
                         help="let the script go on after the profiled batches")
     args = parser.parse_args(own_args)
@@ -134,6 +137,6 @@ def main(argv=None):
         parser.error(f"--steps must be >= 1 and --warmup >= 0, got {args.steps} and "
                      f"{args.warmup}")
     profiler = ScriptProfiler(args.steps, args.warmup, args.keep_running, args.trace,
-                              args.png, args.tensorboard)
+                              args.png, args.tensorboard, top=args.top)
     profile = profiler.run(args.script, script_args)
     return 0 if profile is not None else 1

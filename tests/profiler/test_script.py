@@ -45,6 +45,10 @@ def test_profiles_the_first_fit_and_stops_the_script(training_script, tmp_path, 
 
 def test_keep_running_lets_the_script_finish(training_script, capsys):
     path, after = training_script
-    assert main(["profile", str(path), "--steps", "1", "--keep-running", "--", "a", "b"]) == 0
+    assert main(["profile", str(path), "--steps", "1", "--keep-running", "--top", "3", "--",
+                 "a", "b"]) == 0
     assert after.read_text() == "a b"
-    assert "1 recorded steps of batch 4" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "1 recorded steps of batch 4" in out
+    calls = out[:out.index("layers, forward and backward:")].strip().splitlines()
+    assert len(calls) == 2 + 3 + 1 and calls[-1].endswith("more calls)")
