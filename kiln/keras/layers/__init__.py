@@ -45,6 +45,7 @@ from .reshape import Reshape
 from .separable_conv2d import SeparableConv2D
 from .softmax import Softmax
 from .spatial_dropout2d import SpatialDropout2D
+from .sync_batch_normalization import SyncBatchNormalization
 from .up_sampling2d import UpSampling2D
 from .zero_padding2d import ZeroPadding2D
 
@@ -70,3 +71,5 @@ __all__ += ["ELU", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D
             "Permute", "Reshape", "UpSampling2D", "ZeroPadding2D", "ActivityRegularization",
             "GaussianDropout", "GaussianNoise", "Identity", "Normalization", "Rescaling",
             "SpatialDropout2D"]
+# data-parallel training
+__all__ += ["SyncBatchNormalization"]
