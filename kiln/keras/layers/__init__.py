@@ -18,6 +18,7 @@ from .gaussian_noise import GaussianNoise
 from .global_pooling import GlobalAveragePooling2D, GlobalMaxPooling2D
 from .identity import Identity
 from .input_layer import Input, InputLayer
+from .lambda_layer import Lambda
 from .leaky_relu import LeakyReLU
 from .merge import (
                     Add,
@@ -66,7 +67,7 @@ __all__ = ["Activation", "Add", "AveragePooling2D", "Average", "AvgPool2D",
 # the activation, pooling, shape and noise layers
 GlobalAvgPool2D = GlobalAveragePooling2D
 GlobalMaxPool2D = GlobalMaxPooling2D
-__all__ += ["ELU", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",
+__all__ += ["Lambda", "ELU", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",
             "GlobalMaxPooling2D", "LeakyReLU", "PReLU", "ReLU", "Softmax", "Cropping2D",
             "Permute", "Reshape", "UpSampling2D", "ZeroPadding2D", "ActivityRegularization",
             "GaussianDropout", "GaussianNoise", "Identity", "Normalization", "Rescaling",

@@ -73,6 +73,31 @@ def pack_like(structure, flat):
     return rebuild(structure)
 
 
+def _auto_config(cls, args, kwargs):
+    """Keras 3's automatic config of a layer subclass (keras/src/ops/operation.py __new__):
+    its constructor arguments with defaults, when all are plain values; None otherwise."""
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    config = {}
+    for key, parameter in list(bound.signature.parameters.items())[1:]:
+        value = bound.arguments.get(key)
+        if parameter.kind == parameter.VAR_KEYWORD:
+            config.update(value or {})
+        elif parameter.kind == parameter.VAR_POSITIONAL:
+            if value:
+                return None
+        else:
+            config[key] = value
+    config.pop("name", None)
+    if not all(isinstance(v, (str, int, float, bool, type(None))) for v in flatten(
+            list(config.values()))):
+        return None
+    return config
+
+
 class LayerNode:
     """One call of a layer: its (structured) arguments and its output tensors."""
 
@@ -102,6 +127,12 @@ class Layer:
         trainable: whether fit() updates its weights.
         dtype: only 'float32' (mixed precision comes through a policy).
     """
+
+    def __new__(cls, *args, **kwargs):
+        instance = super().__new__(cls)
+        # a subclass without get_config() is described by its constructor arguments, as Keras
+        instance.__dict__["_auto_config"] = _auto_config(cls, args, kwargs)
+        return instance
 
     def __init__(self, name=None, input_shape=None, trainable=True, dtype=None, **kwargs):
         cls = type(self).__name__
@@ -370,6 +401,9 @@ class Layer:
         config = {"name": self.name, "trainable": self.trainable, "dtype": FLOAT32_POLICY}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
+        auto = self.__dict__.get("_auto_config")
+        if type(self).get_config is Layer.get_config and auto is not None:
+            config = {**auto, **config}
         return config
 
     @classmethod

@@ -62,7 +62,6 @@ softplus = _activation("softplus", lambda x: np.logaddexp(0, x))
 softsign = _activation("softsign", lambda x: x / (1 + np.abs(x)))
 silu = _activation("silu", lambda x: x * _sigmoid(x))
 swish = silu
-mish = _activation("mish", lambda x: x * np.tanh(np.logaddexp(0, x)))
 hard_sigmoid = _activation("hard_sigmoid", lambda x: np.clip(x / 6 + 0.5, 0, 1))
 hard_silu = _activation("hard_silu", lambda x: x * np.clip(x / 6 + 0.5, 0, 1))
 hard_swish = hard_silu

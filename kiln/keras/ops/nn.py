@@ -13,7 +13,6 @@ from .elementwise import (  # noqa: F401 (keras.ops.nn.*)
     hard_silu,
     hard_swish,
     leaky_relu,
-    mish,
     relu,
     relu6,
     selu,

@@ -6,8 +6,8 @@ A saved model names its parts by class: {"module", "class_name", "config",
 never run code from a file, so a class name is only ever looked up in tables: kiln's own layers
 (and its optimizers, losses, metrics, regularizers, constraints through their modules), then
 the objects the user registered or passed as `custom_objects`. Nothing is imported by module
-path and nothing is unpickled; `module` is informative only. `Lambda` layers (whose config
-holds code) are refused.
+path and nothing is unpickled; `module` is informative only. A `Lambda` layer whose config
+holds a Python lambda (bytecode) is refused unless the caller passes safe_mode=False, as Keras.
 """
 
 import contextlib
@@ -162,12 +162,6 @@ def layer_class(config, custom_objects=None, safe_mode=True, where="config"):
     inner = config.get("config")
     layer_name = inner.get("name") if isinstance(inner, dict) else None
     label = f"layer '{layer_name}' (class {class_name})" if layer_name else f"class {class_name}"
-    if class_name == "Lambda":
-        if safe_mode:
-            raise ValueError(f"{where}: {label} is a Lambda layer, whose config holds Python "
-                             "code; loading it is refused with safe_mode=True (the default), "
-                             "and kiln has no Lambda layer")
-        raise ValueError(f"{where}: {label}: kiln has no Lambda layer")
     from ..models import Model, Sequential
     from ..models.model import Functional
 
@@ -179,7 +173,7 @@ def layer_class(config, custom_objects=None, safe_mode=True, where="config"):
         raise ValueError(
             f"{where}: {label} is not a kiln layer; layers of other classes need the class "
             "registered with keras.saving.register_keras_serializable() or passed in "
-            "custom_objects (custom layers need keras.ops, which kiln does not have yet)")
+            "custom_objects (a custom layer written with keras.ops then loads)")
     if not (inspect.isclass(cls) and issubclass(cls, (Model, _layer_table()["Layer"]))):
         raise ValueError(f"{where}: {label} resolves to {cls!r}, which is not a kiln layer")
     return cls
@@ -197,7 +191,7 @@ def deserialize_layer(config, custom_objects=None, safe_mode=True, where="config
     from ..models import Model
 
     try:
-        if issubclass(cls, Model):
+        if issubclass(cls, Model) or config["class_name"] == "Lambda":
             return cls.from_config(dict(inner), custom_objects=custom_objects,
                                    safe_mode=safe_mode)
         return cls.from_config(dict(inner))

@@ -152,3 +152,57 @@ def test_an_operation_without_an_engine_op_is_refused_by_name():
     with pytest.raises(NotImplementedError,
                        match=r"Sorter 'sorter': keras.ops.sum works eagerly .* not yet inside"):
         Sorter()(kk.Input((4,)))
+
+
+def test_lambda_layer_trains_as_keras():
+    def build(K):
+        inputs = K.Input((6,))
+        x = K.layers.Dense(4)(inputs)
+        x = K.layers.Lambda(lambda t: K.ops.tanh(t) * 2.0 - K.ops.sigmoid(t),
+                            output_shape=(4,), name="shape_it")(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+
+    check_against_keras(build, optimizers=SGD, steps=1)
+
+
+def _lambda_model(K):
+    inputs = K.Input((3,))
+    outputs = K.layers.Lambda(lambda t: t * 3.0 + 1.0, name="affine")(inputs)
+    return K.Model(inputs, outputs)
+
+
+def test_lambda_files_load_across_only_outside_safe_mode(tmp_path):
+    keras = keras_oracle.real_keras()
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    expected = x * 3.0 + 1.0
+    _lambda_model(keras).save(tmp_path / "theirs.keras")
+    with pytest.raises(ValueError, match=r"'affine' \(class Lambda\).*safe_mode=False"):
+        kk.models.load_model(tmp_path / "theirs.keras")
+    ours = kk.models.load_model(tmp_path / "theirs.keras", safe_mode=False)
+    np.testing.assert_allclose(ours.predict(x, verbose=0), expected, rtol=1e-6)
+
+    _lambda_model(kk).save(tmp_path / "ours.keras")
+    with pytest.raises(ValueError, match="Lambda"):
+        keras.models.load_model(tmp_path / "ours.keras")
+    theirs = keras.models.load_model(tmp_path / "ours.keras", safe_mode=False)
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="Lambda 'affine'.*safe_mode=False"):
+        kk.layers.Lambda.from_config(ours.layers[1].get_config())
+
+
+def test_get_config_of_a_subclass_without_one_is_its_arguments_as_keras():
+    keras = keras_oracle.real_keras()
+    configs = []
+    for K in (kk, keras):
+        class Scaled(K.layers.Layer):
+            def __init__(self, factor, offset=0.5, **kwargs):
+                super().__init__(**kwargs)
+                self.factor, self.offset = factor, offset
+
+            def call(self, x):
+                return x * self.factor + self.offset
+
+        configs.append(Scaled(2.0, name="scaled", trainable=False).get_config())
+        again = Scaled.from_config(configs[-1])
+        assert (again.factor, again.offset, again.trainable) == (2.0, 0.5, False)
+    assert configs[0] == configs[1]
