@@ -40,7 +40,8 @@ class CallInfo:
 
 def fused_members(model_graph, plan_graph):
     """{fused op name: (Keras layer names it runs, in order)} for every op of the plan's
-    graph; an op that absorbed nothing maps to its own name."""
+    graph (an op that absorbed nothing maps to its own name), and the same for every layer
+    an op absorbed."""
     kept = {id(node.output): node.op.name for node in plan_graph.nodes}
     readers = {}
     for node in model_graph.nodes:
@@ -56,7 +57,13 @@ def fused_members(model_graph, plan_graph):
         members.setdefault(owner, []).append(node.op.name)
     for node in plan_graph.nodes:
         members.setdefault(node.op.name, [node.op.name])
-    return {name: tuple(names) for name, names in members.items()}
+    groups = {name: tuple(names) for name, names in members.items()}
+    # a call may be labelled after an absorbed layer too (the gradient sum of a relu the
+    # batch norm before it absorbed): it belongs to the same group
+    for group in list(groups.values()):
+        for name in group:
+            groups.setdefault(name, group)
+    return groups
 
 
 def layers_of(label, members):

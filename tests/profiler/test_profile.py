@@ -8,6 +8,7 @@ from small_model import BATCH, PEAKS, data, small_model
 
 import kiln.profiler as profiler
 from kiln.bench.models import forward_flops_per_layer
+from kiln.profiler.calls import fused_members, layers_of
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +90,12 @@ def test_bad_arguments_are_named():
         profiler.profile(model, steps=0)
     with pytest.raises(ValueError, match="argument y is required"):
         profiler.profile(model, data()[0])
+
+
+def test_a_label_naming_an_absorbed_layer_belongs_to_its_group(profiled):
+    members = fused_members(profiled.model.graph, profiled.plan.graph)
+    assert members["conv_b"] == members["relu_b"] == ("conv_b", "relu_b")
+    assert layers_of("relu_b gradient sum", members) == ("relu_b", ("conv_b", "relu_b"))
+    assert layers_of("conv_a/kernel to layout", members) == ("conv_a", ("conv_a",))
+    assert layers_of("categorical_crossentropy softmax cross-entropy", members) == \
+        ("categorical_crossentropy", ())
