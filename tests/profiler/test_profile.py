@@ -7,6 +7,7 @@ import pytest
 from small_model import BATCH, PEAKS, data, small_model
 
 import kiln.profiler as profiler
+from kiln import keras
 from kiln.bench.models import forward_flops_per_layer
 from kiln.profiler.calls import fused_members, layers_of
 
@@ -99,3 +100,12 @@ def test_a_label_naming_an_absorbed_layer_belongs_to_its_group(profiled):
     assert layers_of("conv_a/kernel to layout", members) == ("conv_a", ("conv_a",))
     assert layers_of("categorical_crossentropy softmax cross-entropy", members) == \
         ("categorical_crossentropy", ())
+
+
+def test_without_data_a_random_batch_is_profiled():
+    model = small_model()
+    profile = profiler.profile(model, batch_size=2, steps=1, warmup=0, peaks=PEAKS)
+    assert profile.batch_size == 2 and profile.summary()["steps"] == 1
+    assert np.isfinite(profile.plan.stats[0])  # a real loss on the random inputs
+    with pytest.raises(RuntimeError, match="must be compiled"):
+        profiler.profile(keras.Sequential([keras.layers.Dense(2, input_shape=(3,))]))
