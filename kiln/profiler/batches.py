@@ -59,7 +59,10 @@ class BatchProfiler:
 
     def begin(self, model):
         """At the start of fit: watch the model's training steps."""
-        if self.enabled and self.session is None:
+        if self.session is not None:  # a fit that raised never reached on_train_end
+            self.session.stop()
+            self.session = None
+        if self.enabled:
             self.session = Session(model, self._schedule).start()
 
     def after_batch(self, batch, log_dir):

@@ -6,13 +6,14 @@ import gzip
 import json
 import os
 import socket
+import time
 
 import numpy as np
 import pytest
 from small_model import PEAKS, data, small_model
 
 import kiln.profiler
-from kiln.keras.callbacks import TensorBoard
+from kiln.keras.callbacks import Callback, TensorBoard
 
 pytest.importorskip("tensorboard")
 
@@ -54,3 +55,22 @@ def test_profile_batch_zero_writes_no_trace(tmp_path):
 def test_bad_profile_batch_is_named(value, tmp_path):
     with pytest.raises(ValueError, match="TensorBoard: argument profile_batch must be"):
         TensorBoard(log_dir=tmp_path, profile_batch=value)
+
+
+def test_a_fit_that_raised_does_not_leave_the_model_watched(tmp_path, monkeypatch):
+    monkeypatch.setattr(kiln.profiler, "measure_peaks", lambda: dict(PEAKS))
+    model = small_model()
+    callback = TensorBoard(log_dir=tmp_path / "logs", profile_batch=2, write_graph=False)
+
+    class Interrupt(Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1:  # after global batch 2, recorded: on_train_end never runs
+                raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(model, [Interrupt(), callback])
+    started = time.perf_counter_ns()
+    fit(model, [callback])  # a new session, counting this fit's batches from 1
+    assert "_plan" not in model.__dict__
+    records = callback._batch_profiler.profile.records
+    assert len(records) == 1 and records[0].start > started
