@@ -154,43 +154,85 @@ def _next(shape, strides, index, offsets):
         index[axis] = 0
 
 
-@njit(**PARALLEL)
-def elementwise_kernel(code, out, x, y, z, shape, strides):
-    """out = f(x, y, z) per `code`; strides rows: out, x, y, z (z unused by x (op) y)."""
-    rows = 1
-    for axis in range(AXES - 1):
-        rows *= shape[axis]
+@njit(**SERIAL)
+def _elementwise_rows(code, out, x, y, z, shape, strides, first, last):
+    """elementwise_kernel's work on rows [first, last) of the outer axes."""
     inner = shape[AXES - 1]
     so, sx, sy, sz = (strides[0, AXES - 1], strides[1, AXES - 1], strides[2, AXES - 1],
                       strides[3, AXES - 1])
+    index, offsets = _start(shape, strides, first)
+    for _ in range(first, last):
+        o, a, b, c = offsets[0], offsets[1], offsets[2], offsets[3]
+        for e in range(inner):
+            u, v = x[U(a + e * sx)], y[U(b + e * sy)]
+            if code == ADD:
+                r = u + v
+            elif code == SUBTRACT:
+                r = u - v
+            elif code == MULTIPLY:
+                r = u * v
+            elif code == DIVIDE:
+                r = u / v
+            elif code == MAXIMUM:
+                r = max(u, v)
+            elif code == MINIMUM:
+                r = min(u, v)
+            elif code == DIVIDE_GRAD_DIVISOR:
+                r = -z[U(c + e * sz)] * u / (v * v)
+            elif code == EXTREME_SHARE_FIRST:
+                r = z[U(c + e * sz)] * (F(u > v) + F(0.5) * F(u == v))
+            else:
+                r = z[U(c + e * sz)] * (F(v > u) + F(0.5) * F(u == v))
+            out[U(o + e * so)] = r
+        _next(shape, strides, index, offsets)
+
+
+@njit(**PARALLEL)
+def elementwise_kernel(code, out, x, y, z, shape, strides):
+    """out = f(x, y, z) per `code`; strides rows: out, x, y, z (z unused by x (op) y).
+    (The loops live in a serial function: numba compiles a small parallel body much faster.)
+    """
+    rows = 1
+    for axis in range(AXES - 1):
+        rows *= shape[axis]
     chunks = min(rows, 8 * THREADS)
     for chunk in prange(chunks):
-        first, last = rows * chunk // chunks, rows * (chunk + 1) // chunks
-        index, offsets = _start(shape, strides, first)
-        for _ in range(first, last):
-            o, a, b, c = offsets[0], offsets[1], offsets[2], offsets[3]
+        _elementwise_rows(code, out, x, y, z, shape, strides, rows * chunk // chunks,
+                          rows * (chunk + 1) // chunks)
+
+
+@njit(**SERIAL)
+def _reduce_rows(part, g, m, shape, strides, first, last):
+    """reduce_kernel's work on rows [first, last): adds into one partial row."""
+    inner = shape[AXES - 1]
+    so, sg = strides[0, AXES - 1], strides[1, AXES - 1]
+    fused = m.size > 0
+    index, offsets = _start(shape, strides, first)
+    for _ in range(first, last):
+        o, a = offsets[0], offsets[1]
+        if so == 1 and sg == 1:
+            if fused:
+                for e in range(inner):
+                    part[U(o + e)] += g[U(a + e)] * m[U(a + e)]
+            else:
+                for e in range(inner):
+                    part[U(o + e)] += g[U(a + e)]
+        elif so == 0 and sg == 1:
+            total = F(0.0)
+            if fused:
+                for e in range(inner):
+                    total += g[U(a + e)] * m[U(a + e)]
+            else:
+                for e in range(inner):
+                    total += g[U(a + e)]
+            part[U(o)] += total
+        else:
             for e in range(inner):
-                u, v = x[U(a + e * sx)], y[U(b + e * sy)]
-                if code == ADD:
-                    r = u + v
-                elif code == SUBTRACT:
-                    r = u - v
-                elif code == MULTIPLY:
-                    r = u * v
-                elif code == DIVIDE:
-                    r = u / v
-                elif code == MAXIMUM:
-                    r = max(u, v)
-                elif code == MINIMUM:
-                    r = min(u, v)
-                elif code == DIVIDE_GRAD_DIVISOR:
-                    r = -z[U(c + e * sz)] * u / (v * v)
-                elif code == EXTREME_SHARE_FIRST:
-                    r = z[U(c + e * sz)] * (F(u > v) + F(0.5) * F(u == v))
-                else:
-                    r = z[U(c + e * sz)] * (F(v > u) + F(0.5) * F(u == v))
-                out[U(o + e * so)] = r
-            _next(shape, strides, index, offsets)
+                value = g[U(a + e * sg)]
+                if fused:
+                    value *= m[U(a + e * sg)]
+                part[U(o + e * so)] += value
+        _next(shape, strides, index, offsets)
 
 
 @njit(**PARALLEL)
@@ -198,52 +240,21 @@ def reduce_kernel(out, g, m, scale, shape, strides, partials):
     """out = scale * sum of g (times m when m is not empty) over the axes where out's stride
     is 0; strides rows: out, g, m (m in g's layout). partials: (THREADS, out.size) scratch.
 
-    The rows of the outer axes are cut into one contiguous range per thread; each thread adds
+    The rows of the outer axes are cut into one contiguous range per thread; each range adds
     into its own partial row, so the common cases run as contiguous, vectorized inner loops:
     a kept inner axis (per-channel sum of nhwc / nChw8c: part[c] += g[c]) or a reduced one
-    (nchw: a sum of H*W contiguous floats).
+    (nchw: a sum of H*W contiguous floats). A last pass adds the partial rows up.
     """
     rows = 1
     for axis in range(AXES - 1):
         rows *= shape[axis]
-    inner = shape[AXES - 1]
-    so, sg = strides[0, AXES - 1], strides[1, AXES - 1]
-    fused = m.size > 0
-    threads = min(rows, THREADS)
-    for t in prange(threads):
+    ranges = min(rows, THREADS)
+    for t in prange(ranges):
         part = partials[t]  # one row per range, not per thread id: never zeroed twice
         part[:] = 0.0
-        first, last = rows * t // threads, rows * (t + 1) // threads
-        if first == last:
-            continue
-        index, offsets = _start(shape, strides, first)
-        for _ in range(first, last):
-            o, a = offsets[0], offsets[1]
-            if so == 1 and sg == 1:
-                if fused:
-                    for e in range(inner):
-                        part[U(o + e)] += g[U(a + e)] * m[U(a + e)]
-                else:
-                    for e in range(inner):
-                        part[U(o + e)] += g[U(a + e)]
-            elif so == 0 and sg == 1:
-                total = F(0.0)
-                if fused:
-                    for e in range(inner):
-                        total += g[U(a + e)] * m[U(a + e)]
-                else:
-                    for e in range(inner):
-                        total += g[U(a + e)]
-                part[U(o)] += total
-            else:
-                for e in range(inner):
-                    value = g[U(a + e * sg)]
-                    if fused:
-                        value *= m[U(a + e * sg)]
-                    part[U(o + e * so)] += value
-            _next(shape, strides, index, offsets)
+        _reduce_rows(part, g, m, shape, strides, rows * t // ranges, rows * (t + 1) // ranges)
     for i in prange(out.size):
         total = F(0.0)
-        for t in range(threads):
+        for t in range(ranges):
             total += partials[t, U(i)]
         out[U(i)] = scale * total

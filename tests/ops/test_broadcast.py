@@ -1,0 +1,196 @@
+"""kiln.ops.broadcast.BroadcastBinary: forward and both operands' gradients against float64
+numpy (numpy's broadcasting) and central differences, over a table of broadcasting shape
+pairs in both data formats, 2D and 4D, two tensors or a tensor and a parameter, activations
+in oneDNN's blocked layouts (also padded), and the shape errors."""
+
+import numpy as np
+import pytest
+from multi_input_checker import MultiInputHarness, check_multi_input_op
+from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op
+
+from kiln.binding import constants as dnnl
+from kiln.ops.broadcast import OPERATIONS, BroadcastBinary
+from kiln.ops.tensor import keras_shape
+
+FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
+N, C, H, W = 2, 3, 4, 5
+
+# (name, logical dims of x0, logical dims of x1): (N, C, H, W) whatever the data format
+PAIRS = [
+    ("equal", (N, C, H, W), (N, C, H, W)),
+    ("scalar", (N, C, H, W), (1, 1, 1, 1)),
+    ("per-channel", (N, C, H, W), (1, C, 1, 1)),
+    ("trailing", (N, C, H, W), (1, 1, H, W)),
+    ("last", (N, C, H, W), (1, 1, 1, W)),
+    ("leading", (N, C, H, W), (N, 1, 1, 1)),
+    ("middle", (N, C, H, W), (1, C, H, 1)),
+    ("first-broadcast", (1, C, 1, 1), (N, C, H, W)),
+    ("both-sides", (N, 1, H, 1), (1, C, 1, W)),
+    ("2d-features", (4, 6), (1, 6)),
+    ("2d-both-sides", (4, 1), (1, 6)),
+]
+
+
+def forward_reference(operation, a, b):
+    return {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+            "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum}[operation](a, b)
+
+
+def unbroadcast(grad, shape):
+    """Sum `grad` over the axes where an operand of `shape` was broadcast."""
+    axes = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape, strict=True)) if s == 1
+                 and g != 1)
+    return grad.sum(axis=axes, keepdims=True)
+
+
+def gradient_reference(operation, a, b, dy):
+    """d(sum(out * dy)) / d a and / d b in float64 (JAX's half-and-half split of ties)."""
+    if operation == "add":
+        da, db = dy, dy
+    elif operation == "subtract":
+        da, db = dy, -dy
+    elif operation == "multiply":
+        da, db = dy * b, dy * a
+    elif operation == "divide":
+        da, db = dy / b, -dy * a / (b * b)
+    else:
+        sign = 1.0 if operation == "maximum" else -1.0
+        share = (sign * a > sign * b) + 0.5 * (a == b)
+        da, db = dy * share, dy * (1.0 - share)
+    return unbroadcast(da, a.shape), unbroadcast(db, b.shape)
+
+
+def keras(dims, data_format):
+    return keras_shape(dims, data_format)
+
+
+def operands(dims0, dims1, data_format, seed):
+    """Two operands in Keras layout, away from 0 (divide) and without ties (maximum)."""
+    rng = np.random.default_rng(seed)
+    shapes = [keras(dims0, data_format), keras(dims1, data_format)]
+    values = []
+    for shape in shapes:
+        magnitude = rng.permutation(int(np.prod(shape))).reshape(shape) * 0.07 + 0.5
+        values.append((magnitude * rng.choice([-1.0, 1.0], shape)).astype(np.float32))
+    out = np.broadcast_shapes(*shapes)
+    return values, rng.normal(size=out).astype(np.float32)
+
+
+@pytest.mark.parametrize("data_format", FORMATS)
+@pytest.mark.parametrize("pair", PAIRS, ids=[p[0] for p in PAIRS])
+def test_two_tensors_match_numpy_for_every_operation(pair, data_format):
+    """Every operation's output and both gradients equal numpy's (channels_first: two of
+    them, taking turns); one per pair is also checked with central differences."""
+    name, dims0, dims1 = pair
+    if len(dims0) == 2 and data_format == CHANNELS_FIRST:
+        pytest.skip("2D tensors have one layout")
+    xs, dy = operands(dims0, dims1, data_format, seed=len(name))
+    turn = PAIRS.index(pair)
+    for index, operation in enumerate(OPERATIONS):
+        if data_format == CHANNELS_FIRST and index not in (turn % 6, (turn + 3) % 6):
+            continue
+        numeric = index == turn % len(OPERATIONS)
+        check_multi_input_op(
+            BroadcastBinary(f"{operation}_op", operation), xs, dy,
+            lambda xs, p, operation=operation: forward_reference(operation, *xs),
+            data_format=data_format,
+            reference_grads=lambda xs, p, dy, operation=operation: list(
+                gradient_reference(operation, *xs, dy)),
+            numeric=numeric, entries=3, rtol=1e-5, atol=1e-5, grad_rtol=1e-4, grad_atol=1e-4)
+
+
+PARAMETERS = [  # (name, logical dims of x, logical dims of the parameter, operation, format)
+    ("bias", (N, C, H, W), (1, C, 1, 1), "add", CHANNELS_LAST),
+    ("bias", (N, C, H, W), (1, C, 1, 1), "add", CHANNELS_FIRST),
+    ("scale", (N, C, H, W), (1, C, 1, 1), "multiply", CHANNELS_LAST),
+    ("scale", (N, C, H, W), (1, C, 1, 1), "multiply", CHANNELS_FIRST),
+    ("scalar", (N, C, H, W), (1, 1, 1, 1), "multiply", CHANNELS_LAST),
+    ("per-pixel", (N, C, H, W), (1, C, H, W), "divide", CHANNELS_LAST),
+    ("per-pixel", (N, C, H, W), (1, C, H, W), "subtract", CHANNELS_FIRST),
+    ("2d-features", (4, 6), (1, 6), "maximum", CHANNELS_LAST),
+]
+
+
+@pytest.mark.parametrize("case", PARAMETERS,
+                         ids=[f"{c[0]}-{c[3]}-{c[4]}" for c in PARAMETERS])
+def test_parameter_operand(case):
+    """x (op) a learned weight: the weight's gradient is the sum over the broadcast axes."""
+    name, dims, param_dims, operation, data_format = case
+    (x, weight), dy = operands(dims, param_dims, data_format, seed=7)
+    tag = dnnl.acdb if len(dims) == 4 and data_format == CHANNELS_LAST else None
+    weight_value = weight.reshape(weight.shape[1:])  # Keras' weight has no batch axis
+    op = BroadcastBinary("scale", operation, ("kernel", param_dims, tag or {
+        4: dnnl.abcd, 2: dnnl.ab}[len(dims)]))
+
+    def reference(x, params):
+        return forward_reference(operation, x, params["scale/kernel"][None])
+
+    def reference_grads(x, params, dy):
+        dx, dw = gradient_reference(operation, x, params["scale/kernel"][None], dy)
+        return dx, {"scale/kernel": dw[0]}
+
+    check_op(op, x, {"scale/kernel": weight_value}, dy, reference, data_format,
+             reference_grads=reference_grads, entries=3)
+
+
+def test_frozen_parameter_and_no_input_gradient():
+    """A frozen weight gets no gradient call; without need_input_grad nothing is planned."""
+    (x, weight), dy = operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=3)
+    op = BroadcastBinary("bias", "add", ("bias", (1, C, 1, 1), dnnl.acdb))
+    harness = OpHarness(op, x, {"bias/bias": weight[0]}, need_input_grad=False,
+                        frozen=("bias/bias",))
+    assert harness.backward_calls == [] and harness.input_grad_memory is None
+    np.testing.assert_allclose(harness.forward(x), x + weight, rtol=1e-6)
+
+
+def test_add_hands_the_output_gradient_through_without_a_copy():
+    """The full-size input of add gets the output gradient buffer itself; the only backward
+    call is the bias gradient's sum over N, H, W."""
+    (x, weight), dy = operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=4)
+    harness = OpHarness(BroadcastBinary("bias", "add", ("bias", (1, C, 1, 1), dnnl.acdb)),
+                        x, {"bias/bias": weight[0]})
+    assert harness.input_grad_memory is harness.dy_memory
+    assert len(harness.backward_calls) == 1
+    _, grads = harness.backward(dy)
+    np.testing.assert_allclose(grads["bias/bias"].reshape(-1), dy.sum(axis=(0, 1, 2)),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("channels,tag,operation", [(16, dnnl.aBcd8b, "add"),
+                                                    (16, dnnl.aBcd8b, "multiply"),
+                                                    (16, dnnl.aBcd16b, "maximum"),
+                                                    (12, dnnl.aBcd8b, "multiply")])
+def test_blocked_layouts(channels, tag, operation):
+    """A conv-style blocked input (12 channels: padded to 16) with a per-channel operand and
+    with a (1, C, H, 1) one (a pattern oneDNN runs with its reference kernel)."""
+    for index, second in enumerate([(1, channels, 1, 1), (1, channels, H, 1)]):
+        xs, dy = operands((N, channels, H, W), second, CHANNELS_LAST, seed=index)
+        check_multi_input_op(
+            BroadcastBinary("blocked", operation), xs, dy,
+            lambda xs, p: forward_reference(operation, *xs),
+            reference_grads=lambda xs, p, dy: list(gradient_reference(operation, *xs, dy)),
+            layouts={0: tag}, numeric=index == 0, entries=3, rtol=1e-5, atol=1e-5,
+            grad_rtol=1e-4, grad_atol=1e-4)
+
+
+def test_per_channel_forward_is_one_onednn_call_in_the_input_layout():
+    """A per-channel bias onto nChw8c: one binary primitive, no reorder of the activation."""
+    xs, _ = operands((N, 16, H, W), (1, 16, 1, 1), CHANNELS_LAST, seed=5)
+    harness = MultiInputHarness(BroadcastBinary("bias", "add"), xs, layouts={0: dnnl.aBcd8b})
+    op_calls = [c for c in harness.forward_calls if c.label.startswith("bias")]
+    assert [type(c).__name__ for c in op_calls if "forward" in c.label] == ["BoundCall"]
+    assert not [c for c in op_calls if "input 0" in c.label]
+    assert harness.output_tensor.memory.desc == harness.input_tensors[0].memory.desc
+
+
+def test_shapes_that_do_not_broadcast_name_both_shapes_and_the_op():
+    op = BroadcastBinary("my_add", "add")
+    with pytest.raises(ValueError, match=r"add 'my_add'.*\(2, 3, 4, 5\).*\(1, 2, 1, 1\)"):
+        op.output_dims([(2, 3, 4, 5), (1, 2, 1, 1)])
+    with pytest.raises(ValueError, match=r"\(2, 3\).*\(2, 3, 1, 1\)"):
+        op.output_dims([(2, 3), (2, 3, 1, 1)])
+    scale = BroadcastBinary("scale", "multiply", ("w", (1, 4, 1, 1), dnnl.abcd))
+    with pytest.raises(ValueError, match=r"multiply 'scale'.*\(2, 3, 4, 5\).*\(1, 4, 1, 1\)"):
+        scale.output_dims((2, 3, 4, 5))
+    with pytest.raises(ValueError, match="operation must be one of"):
+        BroadcastBinary("pow", "power")
