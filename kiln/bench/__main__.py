@@ -5,6 +5,7 @@
     python -m kiln.bench train --model mnist_cnn --format channels_last --steps 50
     python -m kiln.bench profile --model mnist_cnn          # where a kiln step's time goes
     python -m kiln.bench report bench-results/run.json      # a compare run as Markdown
+    python -m kiln.bench scaling --models mnist_cnn resnet20 --ranks 1 2   # over MPI ranks
 
 `train` times kiln training steps on synthetic data after warm-up and, in the same run, the
 sgemm peak; its last line is `ms_per_step=<median> pct_of_peak=<percent>`.
@@ -107,6 +108,10 @@ def command_augmentation(args):
 
 
 def main(argv=None):
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["scaling"]:  # data-parallel fit on 1 and N MPI ranks (scaling.py)
+        from .scaling import main as scaling_main
+        return scaling_main(given[1:])
     parser = argparse.ArgumentParser(prog="python -m kiln.bench")
     sub = parser.add_subparsers(dest="command")
     compare = sub.add_parser("compare", help="kiln and installed peers side by side")

@@ -60,6 +60,7 @@ class World:
         node.Free()
         self.allreduce_seconds = 0.0
         self.allreduce_calls = 0
+        self.wait_seconds = 0.0  # in a Barrier before the allreduce, when `measure_wait`
 
     # -- collectives on numpy buffers ----------------------------------------------------------
     def broadcast(self, array, root=0):
@@ -111,6 +112,10 @@ class GradientBuckets:
     the mean over the global batch, as a single process computes it.
     """
 
+    #: the harness sets it: a Barrier first, timed apart, so the allreduce time is the
+    #: transfer alone and the barrier's is the wait for the slowest rank
+    measure_wait = False
+
     def __init__(self, world, store, bucket_floats=BUCKET_FLOATS):
         self.world = world
         self.store = store
@@ -131,8 +136,12 @@ class GradientBuckets:
         return self._buckets
 
     def __call__(self):
-        start = time.perf_counter()
         world = self.world
+        if self.measure_wait:
+            start = time.perf_counter()
+            world.barrier()
+            world.wait_seconds += time.perf_counter() - start
+        start = time.perf_counter()
         for bucket in self.buckets():
             if self.weight != 1.0:
                 bucket *= np.float32(self.weight)
