@@ -31,6 +31,7 @@ from .gradients import GradientMap
 from .liveness import kernel_arrays
 from .loss_plan import OutputLoss, plan_heads, resolve
 from .sub_batches import SubBatchUnsupported
+from .timed_step import step_labels, timed_step
 from .weight_penalties import WeightConstraints, WeightPenalties
 
 # Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
@@ -364,31 +365,23 @@ class StepPlan:
         return self.outputs
 
     def profile(self, steps=10):
-        """Median seconds per call label over `steps` training (or inference) steps, plus
-        'optimizer update' and 'outside calls' (Python and dispatch around the list)."""
-        samples = {call.label: [] for call in self.calls}
-        samples["optimizer update"] = []
+        """Median seconds per call label over `steps` training (or inference) steps run by
+        timed_step (a training step's update phase as 'optimizer update', 'weight penalties',
+        ...), plus 'outside calls' (Python and dispatch around the list)."""
+        labels = step_labels(self)
+        samples = {label: [] for label in labels}
         overhead = []
         for _ in range(steps):
-            step_start = time.perf_counter()
-            inside = 0.0
-            per_label = dict.fromkeys(samples, 0.0)  # sub-batches repeat a label: add them
-            for call in self.calls:
-                start = time.perf_counter()
-                call.run()
-                elapsed = time.perf_counter() - start
-                per_label[call.label] += elapsed
-                inside += elapsed
-            for label in {call.label for call in self.calls}:
-                samples[label].append(per_label[label])
-            if self.training:
-                start = time.perf_counter()
-                self._update()
-                elapsed = time.perf_counter() - start
-                samples["optimizer update"].append(elapsed)
-                inside += elapsed
-            overhead.append(time.perf_counter() - step_start - inside)
-        result = {label: float(np.median(v)) for label, v in samples.items() if v}
+            step_start = time.perf_counter_ns()
+            times = timed_step(self)
+            total = time.perf_counter_ns() - step_start
+            per_label = dict.fromkeys(samples, 0)  # sub-batches repeat a label: add them
+            for label, (start, end) in zip(labels, times, strict=True):
+                per_label[label] += end - start
+            for label, elapsed in per_label.items():
+                samples[label].append(elapsed * 1e-9)
+            overhead.append((total - sum(end - start for start, end in times)) * 1e-9)
+        result = {label: float(np.median(v)) for label, v in samples.items()}
         result["outside calls"] = float(np.median(overhead))
         return result
 

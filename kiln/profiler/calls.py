@@ -19,6 +19,7 @@ from math import prod
 from ..binding import constants as dnnl
 from ..binding.memory import Memory
 from ..plan.liveness import kernel_arrays
+from ..plan.timed_step import update_phase
 
 PHASES = ("forward", "backward", "update")
 
@@ -141,26 +142,19 @@ def describe(plan, model_graph):
 
 
 def update_infos(plan):
-    """The update phase's entries, in the order the step runs them (see recorder.py): the
-    data-parallel gradient reduction (if set), weight penalties (if any), the optimizer,
-    constraints (if any)."""
+    """The update phase's entries, in the order the step runs them (timed_step.update_phase):
+    the data-parallel gradient reduction, weight penalties, the optimizer, constraints."""
     infos = []
-    if getattr(plan, "gradient_reducer", None) is not None:
-        infos.append(CallInfo("update", "gradient reduction", "gradient reduction", (),
-                              "collective", "allreduce", 0.0,
-                              4 * plan.parameters.trainable_size))
-    if plan._penalties:
-        infos.append(CallInfo("update", "weight penalties", "weight penalties", (),
-                              "numba kernel", "penalties", 0.0, 0))
-    if plan.training and plan.parameters.trainable_size:
-        updater = plan.optimizer
-        # read weights and gradients, write weights, read and write every slot
-        arrays = 3 + 2 * len(getattr(updater, "slots", {}))
-        name = type(updater).__name__.removesuffix("Updater") or "optimizer"
-        infos.append(CallInfo("update", f"optimizer update ({name})", "optimizer", (),
-                              "numba kernel", name, 0.0,
-                              4 * plan.parameters.trainable_size * arrays))
-    if plan._constraints:
-        infos.append(CallInfo("update", "constraints", "constraints", (), "numba kernel",
-                              "constraints", 0.0, 0))
+    trainable_bytes = 4 * plan.parameters.trainable_size
+    for label, _ in update_phase(plan):
+        primitive, implementation, moved = "numba kernel", label, 0
+        if label == "gradient reduction":
+            primitive, implementation, moved = "collective", "allreduce", trainable_bytes
+        elif label == "optimizer update":
+            updater = plan.optimizer
+            implementation = type(updater).__name__.removesuffix("Updater") or "optimizer"
+            # read weights and gradients, write weights, read and write every slot
+            moved = trainable_bytes * (3 + 2 * len(getattr(updater, "slots", {})))
+        infos.append(CallInfo("update", label, label.removesuffix(" update"), (), primitive,
+                              implementation, 0.0, moved))
     return infos

@@ -4,43 +4,23 @@ A plan's `train_step()` runs its list of calls, then the update. While a Session
 each training plan the model hands out gets an instance attribute `train_step` that shadows
 the class's method: depending on the session's schedule it runs the plain step untouched
 (warm-up), times the plain step as a whole (to measure the profiler's overhead), or runs
-`recorded_train_step`: the same calls in the same order with `perf_counter_ns` around each.
+`recorded_train_step`: the same calls in the same order with `perf_counter_ns` around each
+(kiln.plan.timed_step, which StepPlan.profile runs too).
 When the session stops, those attributes (and the hook on the model's `_plan`) are deleted:
 the plan's call objects and run path are what they were before.
 """
 
 import time
 
+from ..plan.timed_step import timed_step
+
 SKIP, PLAIN, RECORD = "skip", "plain", "record"
 
 
 def recorded_train_step(plan, clock=time.perf_counter_ns):
-    """plan.train_step() with each call timed: returns (stats, [(start_ns, end_ns), ...] for
-    the calls of plan.calls, then the update phase's entries as calls.update_infos lists)."""
-    times = []
-    for call in plan.calls:
-        start = clock()
-        call.run()
-        times.append((start, clock()))
-    reducer = getattr(plan, "gradient_reducer", None)
-    if reducer is not None:  # data-parallel training sums the gradients across processes
-        start = clock()
-        reducer()
-        times.append((start, clock()))
-    if plan._penalties:
-        start = clock()
-        plan._penalty = plan._penalties.apply()
-        times.append((start, clock()))
-    else:
-        plan._penalty = 0.0
-    if plan.parameters.trainable_size:
-        start = clock()
-        plan._update()
-        times.append((start, clock()))
-    if plan._constraints:
-        start = clock()
-        plan._constraints.apply()
-        times.append((start, clock()))
+    """plan.train_step() with each call timed (kiln.plan.timed_step): returns (stats,
+    [(start_ns, end_ns), ...] for the calls of plan.calls, then the update phase)."""
+    times = timed_step(plan, clock)
     return plan._total_loss(), times
 
 
