@@ -95,7 +95,8 @@ def multiply_add_flops(call):
         return 2.0 * prod(source.desc.dims) * per_input
     # each output value sums a kernel's worth of products: weights (G,) O, I, k...
     output = _first(args, dnnl.ARG_DST, dnnl.ARG_DIFF_DST)
-    grouped = len(w) == len(output.desc.dims) + 1
+    # an inner product's weights have the rank of its source (O, I, spatial...), never groups
+    grouped = kind.startswith("convolution") and len(w) == len(output.desc.dims) + 1
     return 2.0 * prod(output.desc.dims) * prod(w[2:] if grouped else w[1:])
 
 

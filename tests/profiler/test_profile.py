@@ -109,3 +109,22 @@ def test_without_data_a_random_batch_is_profiled():
     assert np.isfinite(profile.plan.stats[0])  # a real loss on the random inputs
     with pytest.raises(RuntimeError, match="must be compiled"):
         profiler.profile(keras.Sequential([keras.layers.Dense(2, input_shape=(3,))]))
+
+
+def test_flops_of_depthwise_grouped_and_transposed_convolutions():
+    model = keras.Sequential([
+        keras.layers.DepthwiseConv2D(3, input_shape=(6, 6, 4), name="depthwise"),
+        keras.layers.Conv2D(2, 3, groups=2, name="grouped"),
+        keras.layers.Conv2DTranspose(3, 2, strides=2, name="transposed"),
+        keras.layers.Flatten(), keras.layers.Dense(2, name="dense")])
+    model.compile(optimizer="sgd", loss="mse")
+    flops = {row["label"]: row["flops"]
+             for row in profiler.profile(model, batch_size=2, steps=1, warmup=0,
+                                         peaks=PEAKS).rows()}
+    expected = {"depthwise": 2 * (2 * 4 * 4 * 4) * 9,       # one 3x3 filter per channel
+                "grouped": 2 * (2 * 2 * 2 * 2) * (2 * 9),   # 2 of the 4 channels per group
+                "transposed": 2 * (2 * 2 * 2 * 2) * (3 * 4),  # each input pixel to 3x2x2
+                "dense": 2 * 2 * 48 * 2}
+    for layer, count in expected.items():
+        assert flops[f"{layer} forward"] == count
+        assert flops[f"{layer} backward weights"] == count
