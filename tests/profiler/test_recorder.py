@@ -1,6 +1,9 @@
 """With no profile running, a plan's step is the one it always was: the Session only
 shadows train_step on the plan instances it saw, and takes the shadows back when it stops."""
 
+import subprocess
+import sys
+
 from small_model import BATCH, data, small_model
 
 from kiln.plan.step_plan import StepPlan
@@ -33,3 +36,13 @@ def test_the_step_is_untouched_once_the_session_stops():
 def test_alternating_schedule():
     schedule = alternating(warmup=2, steps=2)
     assert [schedule(i) for i in range(7)] == [SKIP, SKIP, PLAIN, RECORD, PLAIN, RECORD, SKIP]
+
+
+def test_the_profiler_sits_on_the_engine_only():
+    # the TensorBoard callback imports it: it must not import the Keras front end back
+    code = ("import sys, kiln.profiler, kiln.profiler.batches, kiln.profiler.trace; "
+            "print(sorted(m for m in sys.modules if m.startswith('kiln.')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True)
+    modules = result.stdout
+    assert "kiln.profiler.recorder" in modules and "kiln.keras" not in modules
