@@ -10,11 +10,12 @@ they are (nhwc, nchw, oneDNN's blocked nChw8c / nChw16c) without a reorder:
   divide / maximum / minimum.
 - `reduce_kernel`: the sum of a gradient (optionally times a second array, the local
   derivative of multiply) over the broadcast axes. Per-thread partial sums, then one pass
-  adding them up. oneDNN 3.2's reduction primitive has a jit kernel only for reductions over
-  the innermost dims of plain layouts (nchw -> (N, C, 1, 1)); the per-channel sum of an nhwc or
-  nChw8c gradient (a bias gradient) runs its reference kernel: 160-600 ms for 128x64x24x24
-  floats where this kernel takes a few ms (scripts: `python -m kiln.bench ops` and the micro
-  timing in docs/performance.md).
+  adding them up. Chosen over oneDNN 3.2's reduction primitive by a micro-timing of the
+  per-channel sum of a 128x64x24x24 float32 gradient (bias gradient) on a 2-core AVX2 EPYC,
+  one thread, loaded machine: oneDNN picks its reference kernel ("ref:any") for nhwc, nchw
+  and nChw8c alike, 370-840 ms; this kernel takes 1.2-1.9 ms (10-16 GB/s of reads) in all
+  three. oneDNN has a jit reduction only over the innermost dims of plain layouts
+  (nchw -> (N, C, 1, 1)), not for a bias gradient in the layouts kiln's convolutions use.
 
 `plan_axes` turns (layout, operand dims) into the kernels' arguments: the physical axes of the
 iteration space in memory order, adjacent axes merged where every operand allows, padded to
@@ -85,18 +86,19 @@ def operand_strides(axes, dims, desc):
 
 
 def split_rows(shape, strides):
-    """Cut a long inner axis in two when there are too few rows to give every thread some (a
-    contiguous tensor summed to a scalar is one row)."""
-    rows = int(np.prod(shape[:-1]))
-    inner = int(shape[-1])
-    if rows >= 4 * THREADS or shape[0] != 1 or inner < 4096:
+    """Give every thread some rows: when the outer axes (all but the last two) hold fewer
+    than 4 rows a thread, cut the middle axis in two (a per-channel sum of nhwc merges N, H,
+    W into that one axis)."""
+    rows = int(np.prod(shape[:-2]))
+    mid = int(shape[-2])
+    if rows >= 4 * THREADS or shape[0] != 1:
         return shape, strides
-    for parts in range(64, 1, -1):
-        if inner % parts == 0:
-            shape = np.concatenate([shape[1:-1], [parts, inner // parts]]).astype(np.int64)
-            strides = np.concatenate([strides[:, 1:-1], strides[:, -1:] * (inner // parts),
-                                      strides[:, -1:]], axis=1).astype(np.int64)
-            return shape, strides
+    for parts in range(8 * THREADS, 1, -1):
+        if mid % parts == 0:
+            shape = np.concatenate([shape[1:-2], [parts, mid // parts], shape[-1:]])
+            strides = np.concatenate([strides[:, 1:-2], strides[:, -2:-1] * (mid // parts),
+                                      strides[:, -2:]], axis=1)
+            return shape.astype(np.int64), strides.astype(np.int64)
     return shape, strides
 
 
@@ -126,13 +128,17 @@ def plan_axes(axes, stride_lists):
             np.array([[0] * pad + s for s in strides], dtype=np.int64))
 
 
+WIDE = 64  # floats summed side by side in the per-channel sum of short lines
+OUTER = AXES - 2  # the kernels walk rows of the outer axes, then the middle and inner one
+
+
 @njit(**SERIAL)
 def _start(shape, strides, row):
-    """Offsets of each operand at row `row` of the outer AXES - 1 axes, and its index."""
-    index = np.zeros(AXES, dtype=np.int64)
+    """Offsets of each operand at row `row` of the OUTER axes, and its index."""
+    index = np.zeros(OUTER, dtype=np.int64)
     offsets = np.zeros(strides.shape[0], dtype=np.int64)
     rest = row
-    for axis in range(AXES - 2, -1, -1):
+    for axis in range(OUTER - 1, -1, -1):
         index[axis] = rest % shape[axis]
         rest //= shape[axis]
         for k in range(strides.shape[0]):
@@ -142,8 +148,8 @@ def _start(shape, strides, row):
 
 @njit(**SERIAL)
 def _next(shape, strides, index, offsets):
-    """Advance (index, offsets) by one row (an odometer over the outer axes)."""
-    for axis in range(AXES - 2, -1, -1):
+    """Advance (index, offsets) by one row (an odometer over the OUTER axes)."""
+    for axis in range(OUTER - 1, -1, -1):
         index[axis] += 1
         for k in range(strides.shape[0]):
             offsets[k] += strides[k, axis]
@@ -155,45 +161,52 @@ def _next(shape, strides, index, offsets):
 
 
 @njit(**SERIAL)
+def _apply(code, u, v, w):
+    if code == ADD:
+        return u + v
+    if code == SUBTRACT:
+        return u - v
+    if code == MULTIPLY:
+        return u * v
+    if code == DIVIDE:
+        return u / v
+    if code == MAXIMUM:
+        return max(u, v)
+    if code == MINIMUM:
+        return min(u, v)
+    if code == DIVIDE_GRAD_DIVISOR:
+        return -w * u / (v * v)
+    if code == EXTREME_SHARE_FIRST:
+        return w * (F(u > v) + F(0.5) * F(u == v))
+    return w * (F(v > u) + F(0.5) * F(u == v))
+
+
+@njit(**SERIAL)
 def _elementwise_rows(code, out, x, y, z, shape, strides, first, last):
-    """elementwise_kernel's work on rows [first, last) of the outer axes."""
-    inner = shape[AXES - 1]
-    so, sx, sy, sz = (strides[0, AXES - 1], strides[1, AXES - 1], strides[2, AXES - 1],
-                      strides[3, AXES - 1])
+    """elementwise_kernel's work on rows [first, last) of the OUTER axes."""
+    mid, inner = shape[AXES - 2], shape[AXES - 1]
     index, offsets = _start(shape, strides, first)
     for _ in range(first, last):
-        o, a, b, c = offsets[0], offsets[1], offsets[2], offsets[3]
-        for e in range(inner):
-            u, v = x[U(a + e * sx)], y[U(b + e * sy)]
-            if code == ADD:
-                r = u + v
-            elif code == SUBTRACT:
-                r = u - v
-            elif code == MULTIPLY:
-                r = u * v
-            elif code == DIVIDE:
-                r = u / v
-            elif code == MAXIMUM:
-                r = max(u, v)
-            elif code == MINIMUM:
-                r = min(u, v)
-            elif code == DIVIDE_GRAD_DIVISOR:
-                r = -z[U(c + e * sz)] * u / (v * v)
-            elif code == EXTREME_SHARE_FIRST:
-                r = z[U(c + e * sz)] * (F(u > v) + F(0.5) * F(u == v))
-            else:
-                r = z[U(c + e * sz)] * (F(v > u) + F(0.5) * F(u == v))
-            out[U(o + e * so)] = r
+        for j in range(mid):
+            o = offsets[0] + j * strides[0, AXES - 2]
+            a = offsets[1] + j * strides[1, AXES - 2]
+            b = offsets[2] + j * strides[2, AXES - 2]
+            c = offsets[3] + j * strides[3, AXES - 2]
+            so, sx = strides[0, AXES - 1], strides[1, AXES - 1]
+            sy, sz = strides[2, AXES - 1], strides[3, AXES - 1]
+            for e in range(inner):
+                out[U(o + e * so)] = _apply(code, x[U(a + e * sx)], y[U(b + e * sy)],
+                                            z[U(c + e * sz)])
         _next(shape, strides, index, offsets)
 
 
 @njit(**PARALLEL)
 def elementwise_kernel(code, out, x, y, z, shape, strides):
     """out = f(x, y, z) per `code`; strides rows: out, x, y, z (z unused by x (op) y).
-    (The loops live in a serial function: numba compiles a small parallel body much faster.)
+    (The loops live in serial functions: numba compiles a small parallel body faster.)
     """
     rows = 1
-    for axis in range(AXES - 1):
+    for axis in range(OUTER):
         rows *= shape[axis]
     chunks = min(rows, 8 * THREADS)
     for chunk in prange(chunks):
@@ -203,36 +216,67 @@ def elementwise_kernel(code, out, x, y, z, shape, strides):
 
 @njit(**SERIAL)
 def _reduce_rows(part, g, m, shape, strides, first, last):
-    """reduce_kernel's work on rows [first, last): adds into one partial row."""
-    inner = shape[AXES - 1]
-    so, sg = strides[0, AXES - 1], strides[1, AXES - 1]
+    """reduce_kernel's work on rows [first, last) of the OUTER axes, into one partial row."""
+    mid, inner = shape[AXES - 2], shape[AXES - 1]
+    om, gm = strides[0, AXES - 2], strides[1, AXES - 2]
+    oi, gi = strides[0, AXES - 1], strides[1, AXES - 1]
     fused = m.size > 0
     index, offsets = _start(shape, strides, first)
     for _ in range(first, last):
-        o, a = offsets[0], offsets[1]
-        if so == 1 and sg == 1:
-            if fused:
-                for e in range(inner):
-                    part[U(o + e)] += g[U(a + e)] * m[U(a + e)]
+        row_o, row_a = offsets[0], offsets[1]
+        if oi == 1 and gi == 1 and om == 0:
+            # the bias (and scale) gradient's case: a few floats kept, many lines of them
+            # summed, into a local array LLVM keeps in registers
+            if gm == inner and WIDE % inner == 0 and (mid * inner) % WIDE == 0:
+                # short lines back to back (nChw8c's 8 lanes): WIDE floats at a time, a loop
+                # of constant length that vectorizes, then the lanes folded
+                width, lines, step = WIDE, mid * inner // WIDE, WIDE
             else:
-                for e in range(inner):
-                    part[U(o + e)] += g[U(a + e)]
-        elif so == 0 and sg == 1:
-            total = F(0.0)
+                width, lines, step = inner, mid, gm
+            acc = np.zeros(width, dtype=np.float32)
             if fused:
-                for e in range(inner):
-                    total += g[U(a + e)] * m[U(a + e)]
+                for j in range(lines):
+                    a = row_a + j * step
+                    for e in range(width):
+                        acc[e] += g[U(a + e)] * m[U(a + e)]
             else:
-                for e in range(inner):
-                    total += g[U(a + e)]
-            part[U(o)] += total
+                for j in range(lines):
+                    a = row_a + j * step
+                    for e in range(width):
+                        acc[e] += g[U(a + e)]
+            for e in range(width):
+                part[U(row_o + e % inner)] += acc[e]
+        else:
+            for j in range(mid):
+                _reduce_line(part, g, m, row_o + j * om, row_a + j * gm, inner, oi, gi, fused)
+        _next(shape, strides, index, offsets)
+
+
+@njit(inline="always", **SERIAL)
+def _reduce_line(part, g, m, o, a, inner, oi, gi, fused):
+    """Add one line of `inner` elements of g (times m) into part."""
+    if oi == 1 and gi == 1:  # a kept inner axis: nhwc's C, nChw8c's 8 lanes
+        if fused:
+            for e in range(inner):
+                part[U(o + e)] += g[U(a + e)] * m[U(a + e)]
         else:
             for e in range(inner):
-                value = g[U(a + e * sg)]
-                if fused:
-                    value *= m[U(a + e * sg)]
-                part[U(o + e * so)] += value
-        _next(shape, strides, index, offsets)
+                part[U(o + e)] += g[U(a + e)]
+    elif oi == 0 and gi == 1:  # a reduced inner axis: nchw's H * W
+        total = F(0.0)
+        if fused:
+            for e in range(inner):
+                total += g[U(a + e)] * m[U(a + e)]
+        else:
+            for e in range(inner):
+                total += g[U(a + e)]
+        part[U(o)] += total
+    else:
+        for e in range(inner):
+            value = g[U(a + e * gi)]
+            if fused:
+                value *= m[U(a + e * gi)]
+            part[U(o + e * oi)] += value
 
 
 @njit(**PARALLEL)
@@ -246,7 +290,7 @@ def reduce_kernel(out, g, m, scale, shape, strides, partials):
     (nchw: a sum of H*W contiguous floats). A last pass adds the partial rows up.
     """
     rows = 1
-    for axis in range(AXES - 1):
+    for axis in range(OUTER):
         rows *= shape[axis]
     ranges = min(rows, THREADS)
     for t in prange(ranges):

@@ -194,3 +194,17 @@ def test_shapes_that_do_not_broadcast_name_both_shapes_and_the_op():
         scale.output_dims((2, 3, 4, 5))
     with pytest.raises(ValueError, match="operation must be one of"):
         BroadcastBinary("pow", "power")
+
+
+@pytest.mark.parametrize("layout", [None, dnnl.aBcd8b])
+@pytest.mark.parametrize("operation", ["add", "multiply"])
+def test_per_channel_gradient_of_short_lines(layout, operation):
+    """8 channels (nhwc) or 8-lane blocks (nChw8c) over 4x4 images: the reduction sums 64
+    floats side by side and folds the lanes (its fast path for a bias or scale gradient)."""
+    xs, dy = operands((2, 8, 4, 4), (1, 8, 1, 1), CHANNELS_LAST, seed=9)
+    check_multi_input_op(
+        BroadcastBinary("short", operation), xs, dy,
+        lambda xs, p: forward_reference(operation, *xs),
+        reference_grads=lambda xs, p, dy: list(gradient_reference(operation, *xs, dy)),
+        layouts={} if layout is None else {0: layout}, numeric=False, rtol=1e-5, atol=1e-5,
+        grad_rtol=1e-4, grad_atol=1e-4)
