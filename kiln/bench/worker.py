@@ -1,6 +1,6 @@
 """A benchmark worker: one framework per process, driven by the harness over a pipe.
 
-    python -m kiln.bench.worker FRAMEWORK
+    python -m kiln.bench.worker FRAMEWORK [RUNNER]
 
 Reads one JSON request per line on stdin: {"model", "format", "mode", "precision", "steps",
 "warmup"}; answers one JSON line: {"times_ms": [...]} or {"unsupported": reason} or
@@ -9,6 +9,8 @@ Reads one JSON request per line on stdin: {"model", "format", "mode", "precision
 Prepared models are kept between requests, so repeats only time steps. A framework's
 environment variables are set here, before its runner is imported; its options go to
 prepare().
+RUNNER (a module name) replaces the framework's model runner with another exposing the same
+functions (`kiln bench ops` times single ops this way, in the framework's environment).
 Library chatter goes to stderr; the answer channel is the original stdout.
 """
 
@@ -44,12 +46,12 @@ def error_summary(error, limit=400):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def main(framework):
+def main(framework, runner_module=None):
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything the frameworks print goes to stderr
     configure_environment(framework)
     spec = FRAMEWORKS[framework]
-    runner = importlib.import_module(spec.module)
+    runner = importlib.import_module(runner_module or spec.module)
     prepared = {}
     for line in sys.stdin:
         request = json.loads(line)
@@ -88,4 +90,4 @@ def main(framework):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
