@@ -7,13 +7,11 @@ import sys
 
 import numpy as np
 import pytest
+from PIL import Image
 
-pytest.importorskip("matplotlib")
-from PIL import Image  # noqa: E402
-
-from kiln import cli  # noqa: E402
-from kiln.keras.callbacks import CSVLogger, History  # noqa: E402
-from kiln.plot import drawing, plot_history, plot_layer_times  # noqa: E402
+from kiln import cli
+from kiln.keras.callbacks import CSVLogger, History
+from kiln.plot import drawing, plot_history, plot_layer_times
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 HISTORY = {"loss": [1.5, 0.75, 0.5], "accuracy": [0.25, 0.5, 0.75],

@@ -49,7 +49,6 @@ def test_csv_without_validation_drops_the_all_na_columns(tmp_path):
 
 
 def test_tensorboard_log_dir(tmp_path):
-    pytest.importorskip("tensorboard")
     drive(TensorBoard(tmp_path / "logs", write_graph=False))
     epochs, history = read_history(tmp_path / "logs")
     assert epochs == [0, 1, 2]
@@ -58,7 +57,6 @@ def test_tensorboard_log_dir(tmp_path):
 
 
 def test_tensorboard_epochs_without_validation_are_nan(tmp_path):
-    pytest.importorskip("tensorboard")
     logs = [{"loss": 1.0}, {"loss": 0.5, "val_loss": 0.75}]
     drive(TensorBoard(tmp_path, write_graph=False), logs)
     _, history = read_history(tmp_path)
@@ -71,6 +69,5 @@ def test_bad_sources_are_named(tmp_path):
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="not a CSVLogger file"):
         read_history(tmp_path / "other.csv")
-    pytest.importorskip("tensorboard")
     with pytest.raises(ValueError, match="no epoch_<metric> scalars"):
         read_history(tmp_path)

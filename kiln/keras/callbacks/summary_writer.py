@@ -77,9 +77,10 @@ class SummaryWriter:
         from tensorboard.plugins.histogram.summary_v2 import histogram_pb
         self.write_summary(histogram_pb(tag, np.asarray(values), buckets=buckets), step)
 
-    def image(self, tag, images, step):
+    def image(self, tag, images, step, max_outputs=3):
         """Images `(k, height, width, channels)` with values in [0, 1], PNG-encoded as
-        `tf.summary.image` writes them (needs Pillow to encode)."""
+        `tf.summary.image` writes them: the first `max_outputs` only, floats scaled by 255.5
+        and saturated to uint8 as `tf.image.convert_image_dtype` does (needs Pillow)."""
         self._file_writer()
         import io
 
@@ -88,8 +89,8 @@ class SummaryWriter:
         from tensorboard.plugins.image import metadata
         from tensorboard.util import tensor_util
 
-        images = np.asarray(images, dtype=np.float64)
-        pixels = np.clip(images * 255.0 + 0.5, 0, 255).astype(np.uint8)
+        images = np.asarray(images, dtype=np.float64)[:max_outputs]
+        pixels = np.clip(images * 255.5, 0, 255).astype(np.uint8)
         encoded = []
         for picture in pixels:
             if picture.shape[-1] == 1:

@@ -11,16 +11,13 @@ import numpy as np
 import pytest
 from callback_drivers import FakeModel, drive_epochs
 
+# the test extra installs tensorboard: a missing reader fails here rather than skipping
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.util import tensor_util
+
 from kiln import keras as kk
+from kiln.keras import backend, initializers
 from kiln.keras.callbacks import TensorBoard
-
-pytest.importorskip("tensorboard")
-from tensorboard.backend.event_processing.event_accumulator import (  # noqa: E402
-    EventAccumulator,
-)
-from tensorboard.util import tensor_util  # noqa: E402
-
-pytestmark = pytest.mark.usefixtures("kiln_keras_env")
 
 
 def read_run(directory):
@@ -47,9 +44,22 @@ def build(K):
     return model
 
 
-@pytest.fixture
-def fitted(tmp_path):
-    """3 epochs on 20 samples (3 training batches of 5, 1 validation batch), all options on."""
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    """3 epochs on 20 samples (3 training batches of 5, 1 validation batch), all options on;
+    one fit for the module, in the settings conftest's kiln_keras_env gives a test."""
+    tmp_path = tmp_path_factory.mktemp("tensorboard")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
+        backend._reset_for_tests()
+        initializers.set_random_seed(1234)
+        try:
+            yield fit_with_tensorboard(tmp_path)
+        finally:
+            backend._reset_for_tests()
+
+
+def fit_with_tensorboard(tmp_path):
     rng = np.random.default_rng(0)
     x = rng.random((20, 4), dtype=np.float32)
     y = kk.utils.to_categorical(rng.integers(0, 3, 20), 3)
@@ -109,6 +119,22 @@ def test_weight_histograms_named_as_keras_names_them(fitted):
     # write_images: the (5, 4) kernel laid wide as one 1-channel PNG of width 5, height 4
     image = train[f"{kernel.path}/image"][0][1]
     assert image[0] == b"5" and image[1] == b"4" and image[2].startswith(b"\x89PNG")
+
+
+def test_conv_kernel_images_as_keras_shapes_them(tmp_path):
+    from kiln.keras.callbacks.summary_writer import SummaryWriter
+    from kiln.keras.callbacks.tensorboard import _weight_as_image
+
+    kernel = np.linspace(-1, 2, 3 * 3 * 1 * 8).reshape(3, 3, 1, 8)  # channels_last, 8 filters
+    images = _weight_as_image(kernel)
+    assert images.shape == (8, 3, 3, 1)
+    np.testing.assert_array_equal(images[5, :, :, 0], kernel[:, :, 0, 5])
+    assert _weight_as_image(np.zeros((3, 3, 2, 8))) is None  # Keras draws no 4D picture
+    writer = SummaryWriter(tmp_path)
+    writer.image("conv/kernel/image", images, 0)
+    writer.close()
+    (_, written), = read_run(tmp_path)["conv/kernel/image"]
+    assert len(written) == 2 + 3  # width, height, then tf.summary.image's max_outputs=3 PNGs
 
 
 def test_write_graph_writes_the_model_json(fitted):
