@@ -65,7 +65,7 @@ def fit_with_tensorboard(tmp_path):
     y = kk.utils.to_categorical(rng.integers(0, 3, 20), 3)
     model = build(kk)
     callback = TensorBoard(tmp_path / "logs", update_freq=2, histogram_freq=2,
-                           write_images=True)
+                           write_images=True, write_steps_per_second=True)
     history = model.fit(x, y, batch_size=5, epochs=3, validation_split=0.25, verbose=0,
                         callbacks=[callback])
     return model, history.history, tmp_path / "logs"
@@ -96,6 +96,9 @@ def test_batch_scalars_every_update_freq_batches(fitted):
     # 9 training batches over the fit, counted from 1: written at 2, 4, 6, 8
     assert [step for step, _ in train["batch_loss"]] == [2, 4, 6, 8]
     assert [step for step, _ in train["batch_accuracy"]] == [2, 4, 6, 8]
+    assert [step for step, _ in train["batch_steps_per_second"]] == [2, 4, 6, 8]
+    assert all(rate > 0 for _, rate in scalars(train, "epoch_steps_per_second"))
+    assert len(train["epoch_steps_per_second"]) == 3
     # batch 6 is the last of epoch 2: its running mean is that epoch's loss
     assert dict(scalars(train, "batch_loss"))[6] == pytest.approx(history["loss"][1], rel=1e-6)
 
