@@ -10,7 +10,9 @@ data with keras.distribution.DataParallel() and reports, from rank 0:
   wait for the slower rank is reported apart), and how much of it is hidden behind backward
   (none: the blocking path is the one kiln runs),
 - the same bytes through a plain mpi4py Allreduce (median of 20, after a barrier), and the
-  bandwidth both achieve: bytes / time, and as a ring's bus bandwidth 2(p-1)/p * bytes / time.
+  bandwidth both achieve: bytes / time, and as a ring's bus bandwidth 2(p-1)/p * bytes / time;
+- whether overlap would pay: an Iallreduce of the same bytes started before a whole training
+  step and waited for after it, against the two apart (overlap_probe).
 """
 
 import argparse
@@ -73,6 +75,7 @@ def worker(model_name, steps, warmup):
         report["allreduce_ms_per_step"] = world.allreduce_seconds / world.allreduce_calls * 1e3
         report["wait_ms_per_step"] = world.wait_seconds / world.allreduce_calls * 1e3
         report["allreduce_hidden_pct"] = 0.0  # blocking Allreduce after backward: none hidden
+        report.update(overlap_probe(world, model, batch // world.size, floats))
         report["gradient_mb"] = floats * 4 / 1e6
         buffer = np.ones(floats, dtype=np.float32)
         times = []
@@ -90,6 +93,34 @@ def worker(model_name, steps, warmup):
             report[f"{name}_bus_gb_per_s"] = ring * floats * 4 / seconds / 1e9
     if world is None or world.rank == 0:
         print(MARK + json.dumps(report), flush=True)
+
+
+def overlap_probe(world, model, local_batch, floats, repeats=5):
+    """Whether an Iallreduce of the gradient bytes started before a training step would be
+    hidden by it: median (step alone), (Allreduce alone), (Iallreduce started, step, Wait),
+    all after a Barrier. Hidden = (step + allreduce - overlapped) / allreduce. (The step
+    updates the weights without a gradient sum: the model is not used afterwards.)"""
+    plan = model._plans[(True, local_batch)]
+    plan.gradient_reducer = None
+    buffer = np.ones(floats, dtype=np.float32)
+    samples = {"step": [], "allreduce": [], "overlapped": []}
+    for _ in range(repeats):
+        for name in samples:
+            world.barrier()
+            start = time.perf_counter()
+            if name == "allreduce":
+                world.sum_in_place(buffer)
+            elif name == "step":
+                plan.train_step()
+            else:
+                request = world.start_sum(buffer)
+                plan.train_step()
+                request.Wait()
+            samples[name].append(time.perf_counter() - start)
+    step, reduce, both = (float(np.median(samples[name])) for name in samples)
+    return {"probe_step_ms": step * 1e3, "probe_allreduce_ms": reduce * 1e3,
+            "probe_overlapped_ms": both * 1e3,
+            "iallreduce_hidden_pct": max(0.0, min(100.0, 100 * (step + reduce - both) / reduce))}
 
 
 def run(models, ranks, steps, warmup, threads=None, timeout=900):
@@ -123,7 +154,9 @@ def describe(row):
                  f"for the other rank ({row['allreduce_hidden_pct']:.0f}% hidden, "
                  f"bus {row['kiln_bus_gb_per_s']:.2f} GB/s) vs plain mpi4py Allreduce "
                  f"{row['plain_allreduce_ms']:.2f} ms (bus {row['plain_bus_gb_per_s']:.2f} "
-                 "GB/s)")
+                 f"GB/s); Iallreduce started before a step: {row['iallreduce_hidden_pct']:.0f}% "
+                 f"hidden (step {row['probe_step_ms']:.1f} ms + allreduce "
+                 f"{row['probe_allreduce_ms']:.2f} ms -> {row['probe_overlapped_ms']:.1f} ms)")
     return text
 
 

@@ -73,6 +73,12 @@ class World:
         self.comm.Allreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
         return array
 
+    def start_sum(self, array):
+        """Start summing `array` in place without waiting (Iallreduce); returns the request
+        whose Wait() completes it. MPI progresses it only inside MPI calls unless the runtime
+        has a progress thread or network offload: measure before relying on an overlap."""
+        return self.comm.Iallreduce(self.MPI.IN_PLACE, array, op=self.MPI.SUM)
+
     def all_gather(self, array):
         """A (size, *array.shape) array of every rank's `array` (same shape everywhere)."""
         out = np.empty((self.size, *array.shape), dtype=array.dtype)

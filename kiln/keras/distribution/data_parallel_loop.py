@@ -214,11 +214,11 @@ def start(model, owner, adapter, reducer=False):
         return adapter
     check_same_job(world, model, owner, adapter)
     broadcast_weights(world, model)
-    if reducer:
-        synchronize_batch_norm(world, model)
-    buckets = GradientBuckets(world, model.store) if reducer else None
-    model._gradient_reducer = buckets
-    return ShardedAdapter(adapter, world, owner, buckets)
+    if not reducer:  # evaluate / predict (perhaps from a callback, inside a fit)
+        return ShardedAdapter(adapter, world, owner)
+    synchronize_batch_norm(world, model)
+    model._gradient_reducer = GradientBuckets(world, model.store)
+    return ShardedAdapter(adapter, world, owner, model._gradient_reducer)
 
 
 def finish_fit(model):
