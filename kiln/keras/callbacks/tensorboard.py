@@ -20,7 +20,10 @@ class TensorBoard(Callback):
       `epoch_accuracy`, ...) and `epoch_learning_rate` in `train/`; the `val_` metrics without
       their prefix in `validation/`; the step is the epoch (0-based).
     * `update_freq="batch"` or an integer N: `batch_<name>` in `train/` every N training
-      batches, the step counting batches over the whole fit from 1.
+      batches, the step counting batches over the whole fit from 1. (Keras 3 on TensorFlow
+      leaves its `record_if` on after the batches, so with N > 1 it also drops the epoch
+      scalars and histograms of epochs whose last batch count N does not divide; kiln writes
+      them every epoch.)
     * After every evaluation (validation inside `fit` included): `evaluation_<name>_vs_
       iterations` in `validation/`, the step being the optimizer's `iterations`.
     * `histogram_freq=N`: every N epochs, a histogram of each layer weight, tagged
