@@ -4,7 +4,7 @@
 
 scenarios: `train` (a Sequential CNN, then evaluate, predict and files; a model with
 BatchNormalization, and the same with synchronized statistics), `raise` / `kill` (rank 1
-fails at its third step), `mismatch` (rank 1 asks for another batch size).
+fails at its third step), `mismatch` (rank 1 has another kiln version, model and batch size).
 """
 
 import os
@@ -27,8 +27,8 @@ def data(seed=0):
     return x, y
 
 
-def cnn():
-    return keras.Sequential([Conv2D(4, 3, activation="relu", input_shape=(8, 8, 3)),
+def cnn(filters=4):
+    return keras.Sequential([Conv2D(filters, 3, activation="relu", input_shape=(8, 8, 3)),
                              MaxPooling2D(2), Flatten(), Dense(4, activation="softmax")])
 
 
@@ -41,10 +41,10 @@ def batch_norm_model(synchronized=False):
     return keras.Model(inputs, outputs)
 
 
-def train_cnn(callbacks=(), batch_size=BATCH):
+def train_cnn(callbacks=(), batch_size=BATCH, filters=4):
     """The CNN trained for two shuffled epochs; returns (model, history)."""
     keras.utils.set_random_seed(3)
-    model = cnn()
+    model = cnn(filters)
     model.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy"])
     x, y = data()
     history = model.fit(x, y, batch_size=batch_size, epochs=2, shuffle=True, verbose=0,
@@ -95,8 +95,13 @@ def main(scenario, folder):
                     os.kill(os.getpid(), signal.SIGKILL)
                 raise RuntimeError("injected failure at step 3")
         train_cnn([keras.callbacks.LambdaCallback(on_train_batch_end=fail)])
-    elif scenario == "mismatch":
-        train_cnn(batch_size=BATCH if rank == 0 else BATCH // 2)
+    elif scenario == "mismatch":  # rank 1: another kiln version, model and batch size
+        if rank == 1:
+            from kiln.keras.distribution import data_parallel_loop
+
+            data_parallel_loop.__version__ = "0.0.0"
+        train_cnn(batch_size=BATCH if rank == 0 else BATCH // 2,
+                  filters=4 if rank == 0 else 5)
     else:
         raise ValueError(f"unknown scenario {scenario!r}")
 

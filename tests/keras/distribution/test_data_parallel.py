@@ -154,7 +154,10 @@ def test_a_failing_rank_ends_the_whole_job(reference, tmp_path, scenario, module
 
 
 def test_ranks_of_different_jobs_are_reported_at_start(reference, tmp_path):
-    code, output, _ = run_ranks("mismatch", tmp_path)
+    code, output, seconds = run_ranks("mismatch", tmp_path)
     assert code != 0
     assert "the data-parallel ranks do not run the same job" in output
+    assert "kiln version: rank(s) [1] differ from rank 0" in output
+    assert "model (weights, shapes, layers): rank(s) [1] differ from rank 0" in output
     assert "batch size: rank(s) [1] differ from rank 0 (rank 0: 16, rank 1: 8)" in output
+    assert seconds < 30  # reported at start-up, not after a hang
