@@ -3,6 +3,7 @@ event files, laid out and named as Keras 3's callback writes them."""
 
 import os
 import time
+import warnings
 
 import numpy as np
 
@@ -53,12 +54,15 @@ class TensorBoard(Callback):
             profile plugin (the batches after them run plain, for the overhead).
         embeddings_freq: Accepted for compatibility (Keras's embeddings projector); must be 0.
         embeddings_metadata: Accepted for compatibility.
+        **kwargs: Keras 2's `batch_size`, `write_grads`, `embeddings_layer_names` and
+            `embeddings_data` are accepted and ignored with a warning, as tf.keras 2 did.
     """
 
     def __init__(self, log_dir="logs", histogram_freq=0, write_graph=True, write_images=False,
                  write_steps_per_second=False, update_freq="epoch", profile_batch=0,
-                 embeddings_freq=0, embeddings_metadata=None):
+                 embeddings_freq=0, embeddings_metadata=None, **kwargs):
         super().__init__()
+        _ignore_keras2_arguments(kwargs)
         import_tensorboard("TensorBoard")  # fail at construction, not in the middle of fit
         self.log_dir = os.fspath(log_dir)
         self.histogram_freq = _check_count(histogram_freq, "histogram_freq")
@@ -246,6 +250,19 @@ def _weight_as_image(values):
     if image.ndim == 4 and image.shape[-1] in (1, 3, 4):
         return image
     return None
+
+
+# Keras 2 arguments tf.keras 2 accepted and ignored (with a warning); Keras 3 refuses them.
+_KERAS2_ARGUMENTS = ("batch_size", "write_grads", "embeddings_layer_names", "embeddings_data")
+
+
+def _ignore_keras2_arguments(kwargs):
+    unknown = sorted(set(kwargs) - set(_KERAS2_ARGUMENTS))
+    if unknown:
+        raise TypeError(f"TensorBoard: unexpected keyword argument(s) {unknown}")
+    for name in _KERAS2_ARGUMENTS:
+        if kwargs.get(name):
+            warnings.warn(f"TensorBoard: argument {name} (Keras 2) is ignored", stacklevel=3)
 
 
 def _check_count(value, name):

@@ -172,6 +172,16 @@ def test_profile_batch_is_accepted_and_bad_arguments_are_named(tmp_path):
         TensorBoard(tmp_path, histogram_freq=-1)
 
 
+def test_keras_2_arguments_are_ignored_with_a_warning(tmp_path):
+    with pytest.warns(UserWarning) as warned:
+        TensorBoard(tmp_path, histogram_freq=1, batch_size=32, write_grads=True)
+    assert [str(w.message) for w in warned] == [
+        "TensorBoard: argument batch_size (Keras 2) is ignored",
+        "TensorBoard: argument write_grads (Keras 2) is ignored"]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['log_freq'\]"):
+        TensorBoard(tmp_path, log_freq=2)
+
+
 def test_missing_tensorboard_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorboard.summary.writer.event_file_writer", None)
     with pytest.raises(ImportError, match=r"pip install 'kiln\[tensorboard\]'"):
