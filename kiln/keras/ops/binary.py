@@ -76,7 +76,7 @@ def _two_tensors(function, x1, x2):
     return apply(BroadcastBinary(op_name(function), function), [x1, x2])
 
 
-def operand_dims(tensor, weight_shape):
+def operand_dims(function, tensor, weight_shape):
     """(logical dims, layout tag) reading a weight of Keras shape `weight_shape` against
     `tensor`, numpy-broadcast from the right (the batch axis always 1)."""
     rank = len(tensor.shape)
@@ -88,7 +88,7 @@ def operand_dims(tensor, weight_shape):
         raise ValueError(f"{where()}: a weight of shape {tuple(weight_shape)} cannot broadcast "
                          f"against a tensor of shape {tensor.shape} without changing its batch")
     full = (1,) * (rank - len(shape)) + shape
-    broadcast_shape("broadcast", tensor.shape[1:], full[1:])
+    broadcast_shape(function, tensor.shape[1:], full[1:])
     dims = logical_dims(full, tensor.data_format)
     if rank == 4:
         tag = dnnl.acdb if tensor.data_format == CHANNELS_LAST else dnnl.abcd
@@ -98,7 +98,7 @@ def operand_dims(tensor, weight_shape):
 
 
 def _with_weight(function, tensor, weight):
-    dims, tag = operand_dims(tensor, weight.shape)
+    dims, tag = operand_dims(function, tensor, weight.shape)
     BroadcastBinary = _broadcast_op()
     if BroadcastBinary is None:
         not_in_model(function, "a weight operand needs the broadcasting binary op")

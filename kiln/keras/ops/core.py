@@ -31,6 +31,12 @@ def keras_array(value):
     """`value` as a numpy array with Keras's dtypes (float64 -> float32, int64 -> int32)."""
     if isinstance(value, SymbolicTensor):
         raise TypeError(f"{where()}: mixing a symbolic tensor into an eager computation")
+    if isinstance(value, Weight) and tracing:
+        # computed now, the result would be a constant of the plan that never trains
+        raise NotImplementedError(
+            f"{where()}: a keras.ops function on the weight '{value.path}' alone (without the "
+            "layer's input tensor) inside call() is not supported yet; apply the weight to "
+            "the tensor directly (e.g. keras.ops.multiply(x, self.w))")
     array = np.asarray(value.numpy() if isinstance(value, Weight) else value)
     if array.dtype == np.float64 or array.dtype == np.float16:
         return array.astype(np.float32)
