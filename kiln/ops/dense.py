@@ -15,13 +15,16 @@ from .tensor import CHANNELS_LAST, Tensor
 
 
 class Dense(Op):
-    """Args: name, units, activation (None/'linear'/'relu'/'tanh'/'sigmoid'), use_bias."""
+    """Args: name, units, activation (None/'linear'/'relu'/'tanh'/'sigmoid'), use_bias,
+    kernel_name (the kernel parameter is "<name>/<kernel_name>": a custom layer's
+    `keras.ops.matmul(x, self.w)` reads its weight 'w')."""
 
-    def __init__(self, name, units, activation=None, use_bias=True):
+    def __init__(self, name, units, activation=None, use_bias=True, kernel_name="kernel"):
         self.name = name
         self.units = units
         self.activation = activation
         self.use_bias = use_bias
+        self.kernel_name = kernel_name
 
     def output_dims(self, input_dims):
         return (input_dims[0], self.units)
@@ -30,11 +33,11 @@ class Dense(Op):
         """Kernel dims (units, *features) and the tag of the Keras (features, units) layout
         (`data_format` is accepted for symmetry; the feature order is the same in both)."""
         if len(input_dims) == 2:
-            dims = {"kernel": ((self.units, input_dims[1]), dnnl.ba)}
+            dims = {self.kernel_name: ((self.units, input_dims[1]), dnnl.ba)}
         else:
             # Keras flattens (H, W, C) in both data formats: rows of the Keras kernel are
             # (h, w, c)-ordered, i.e. the logical (units, C, H, W) weights in tag cdba
-            dims = {"kernel": ((self.units, *input_dims[1:]), dnnl.cdba)}
+            dims = {self.kernel_name: ((self.units, *input_dims[1:]), dnnl.cdba)}
         if self.use_bias:
             dims["bias"] = ((self.units,), dnnl.a)
         return dims
@@ -46,7 +49,8 @@ class Dense(Op):
         dt = builder.data_type
         input_dims = x.dims
         output_dims = self.output_dims(input_dims)
-        weight_dims = self.parameter_dims(input_dims)["kernel"][0]
+        weight_dims = self.parameter_dims(input_dims)[self.kernel_name][0]
+        kernel = f"{self.name}/{self.kernel_name}"
         shapes = f"Dense '{self.name}' input {list(input_dims)} output {list(output_dims)}"
         w_any, dst_any = MemoryDesc.any(weight_dims, dt), MemoryDesc.any(output_dims, dt)
         w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
@@ -83,10 +87,10 @@ class Dense(Op):
 
         if builder.training and dt != dnnl.f32:
             # bf16 compute keeps f32 master weights in the layout their gradient comes in.
-            builder.master_layout(f"{self.name}/kernel",
+            builder.master_layout(kernel,
                                   backward_weights().pd.md(dnnl.query_diff_weights_md))
         args = {dnnl.ARG_SRC: src,
-                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                dnnl.ARG_WEIGHTS: builder.param(kernel,
                                                 fwd.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DST: builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
         if self.use_bias:
@@ -96,7 +100,7 @@ class Dense(Op):
 
         def backward(output_grad):
             grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            if builder.wants_grad(f"{self.name}/kernel"):  # not for a frozen layer
+            if builder.wants_grad(kernel):  # not for a frozen layer
                 bwd_w = backward_weights()
                 w_args = {
                     dnnl.ARG_SRC: src,
@@ -104,7 +108,7 @@ class Dense(Op):
                         grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
                         f"{self.name} gradient for weights", backward=True),
                     dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
-                        f"{self.name}/kernel", bwd_w.pd.md(dnnl.query_diff_weights_md))}
+                        kernel, bwd_w.pd.md(dnnl.query_diff_weights_md))}
                 if self.use_bias:
                     w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
                 builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
@@ -130,7 +134,7 @@ class Dense(Op):
                 dnnl.ARG_DIFF_DST: builder.reorder(
                     grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
                     f"{self.name} gradient for data", backward=True),
-                dnnl.ARG_WEIGHTS: builder.param(f"{self.name}/kernel",
+                dnnl.ARG_WEIGHTS: builder.param(kernel,
                                                 bwd_d.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
             return input_grad

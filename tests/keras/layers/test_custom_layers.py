@@ -77,10 +77,29 @@ def owner_layer(K):
     return Block
 
 
-def test_layer_owning_a_dense_and_a_lambda_train_as_keras():
+def linear_layer(K):
+    class Linear(K.layers.Layer):
+        """Dense written by hand: matmul with a weight (the engine's inner product)."""
+
+        def __init__(self, units, **kwargs):
+            super().__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1], self.units), name="w")
+            self.b = self.add_weight(shape=(self.units,), initializer="random_normal",
+                                     name="b")
+
+        def call(self, x):
+            return K.ops.relu(K.ops.matmul(x, self.w) + self.b)
+
+    return Linear
+
+
+def test_matmul_a_layer_owning_a_dense_and_a_lambda_train_as_keras():
     def build(K):
         inputs = K.Input((6,))
-        x = K.layers.Dense(5, activation="relu")(inputs)
+        x = linear_layer(K)(5, name="linear")(inputs)
         x = owner_layer(K)(4, name="block")(x)
         x = K.layers.Lambda(lambda t: K.ops.tanh(t) * 2.0 - K.ops.sigmoid(t),
                             output_shape=(4,), name="shape_it")(x)
@@ -88,7 +107,7 @@ def test_layer_owning_a_dense_and_a_lambda_train_as_keras():
 
     kiln_model, _ = check_against_keras(build, optimizers=SGD, steps=1, training_forward=False)
     block = kiln_model.layers[2]
-    assert [w.path for w in block.weights] == ["dense_1/kernel", "dense_1/bias"]
+    assert [w.path for w in block.weights] == ["dense/kernel", "dense/bias"]
     assert block.get_config()["units"] == 4
     assert kiln_model.layers[3].compute_output_shape((None, 4)) == (None, 4)
 
