@@ -70,6 +70,7 @@ from .elementwise import (
 )
 from .linear_algebra import dot, einsum, matmul, tensordot
 from .nn import log_softmax, softmax
+from .pooling import average_pool, max_pool
 from .reductions import amax, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, var
 from .shapes import (
     cast,
@@ -95,7 +96,8 @@ symbolic.OPERATORS.update({"add": add, "subtract": subtract, "multiply": multipl
                            "divide": divide, "power": power, "matmul": matmul,
                            "negative": negative, "abs": abs, "getitem": getitem})
 
-__all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "cast", "ceil", "clip",
+__all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "average_pool",
+           "cast", "ceil", "clip", "max_pool",
            "concatenate", "convert_to_tensor", "cos", "divide", "dot", "einsum", "elu", "equal",
            "erf", "exp", "expand_dims", "expm1", "floor", "floor_divide", "gelu", "getitem",
            "greater", "greater_equal", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu",

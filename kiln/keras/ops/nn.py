@@ -22,6 +22,7 @@ from .elementwise import (  # noqa: F401 (keras.ops.nn.*)
     softsign,
     swish,
 )
+from .pooling import average_pool, max_pool  # noqa: F401 (keras.ops.nn.*)
 from .reductions import logsumexp
 from .shapes import one_hot  # noqa: F401 (keras.ops.nn.one_hot)
 

@@ -31,7 +31,9 @@ def unary_layer(K):
 
         def call(self, x, training=None):
             y = K.ops.sqrt(K.ops.square(x) + 1.0) * 0.5 - K.ops.relu(x) / 4.0
-            return K.ops.tanh(y) + K.ops.clip(1.0 - x, -0.5, 2.0) + K.ops.abs(x) ** 2
+            pooled = K.ops.max_pool(x, 2, strides=1, padding="same") - K.ops.average_pool(
+                x, (2, 3), strides=1, padding="same")
+            return K.ops.tanh(y) + K.ops.clip(1.0 - x, -0.5, 2.0) + K.ops.abs(x) ** 2 + pooled
 
     return SoftShape
 

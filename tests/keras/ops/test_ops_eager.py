@@ -21,6 +21,7 @@ LEADING = RNG.standard_normal((2, 1, 1)).astype(np.float32)
 INTS = np.array([[0, 2, 1], [1, 0, 2]], dtype=np.int32)
 M1 = RNG.standard_normal((3, 4)).astype(np.float32)
 M2 = RNG.standard_normal((4, 5)).astype(np.float32)
+IMAGES = RNG.standard_normal((2, 5, 6, 3)).astype(np.float32)
 
 # (function name, positional arguments, keyword arguments)
 CASES = [
@@ -74,6 +75,14 @@ CASES = [
     ("softmax", (A,), {}),
     ("softmax", (A,), {"axis": 1}),
     ("log_softmax", (A,), {}),
+    # pooling
+    # (Keras 3.15's JAX backend fails on strides=None: given explicitly)
+    ("max_pool", (IMAGES, 2), {"strides": 2, "data_format": "channels_last"}),
+    ("max_pool", (IMAGES, (2, 3)), {"strides": 1, "padding": "same",
+                                    "data_format": "channels_last"}),
+    ("average_pool", (IMAGES, 3), {"strides": 2, "padding": "same",
+                                   "data_format": "channels_last"}),
+    ("average_pool", (IMAGES, 2), {"strides": (2, 1), "data_format": "channels_first"}),
 ]
 
 
