@@ -12,7 +12,9 @@ Bandwidth: the forward must read x and write y (2 x 18.9 MB), the backward must 
 (18.9 MB: the input gradient is dy itself, which needs no bytes moved); GB/s is those bytes
 over the median time, and "% copy" compares it with the copy bandwidth (bytes read + written
 per second) of the same 18.9 MB, measured in this run before and after the workers: the
-faster of a oneDNN reorder on all threads and numpy's copyto on one.
+faster of a oneDNN reorder on all threads and numpy's copyto on one. Last, in this process,
+the bias gradient's sum by oneDNN's reduction primitive against kiln's numba kernel
+(ops_reduction.py: why kiln uses the latter).
 """
 
 import json
@@ -23,6 +25,7 @@ import time
 
 import numpy as np
 
+from . import ops_reduction
 from .harness import Worker, summarize
 from .peak import copy_gbps
 from .peers import installed
@@ -98,6 +101,7 @@ def run(frameworks, repeats, steps, warmup, json_path, log_path):
             for worker in workers.values():
                 worker.close()
     copies.append(copy_bandwidth())
+    reductions = ops_reduction.compare() if "kiln" in frameworks else []
     copy = max(c["best"] for c in copies)
     rows = []
     for data_format in FORMATS:
@@ -118,6 +122,7 @@ def run(frameworks, repeats, steps, warmup, json_path, log_path):
               "bytes": {d: bytes_moved(d) for d in case.DIRECTIONS},
               "copy_gbps": copy, "copy_runs": copies, "rows": rows,
               "kiln_plan": {f: describe(f) for f in FORMATS},
+              "bias_gradient_choice": reductions,
               "settings": dict(repeats=repeats, steps=steps, warmup=warmup)}
     os.makedirs(os.path.dirname(json_path) or ".", exist_ok=True)
     with open(json_path, "w") as f:
@@ -149,6 +154,7 @@ def format_table(report):
     for data_format, plan in report["kiln_plan"].items():
         lines.append(f"kiln {data_format}: forward {plan['forward']}; backward "
                      f"{plan['backward']}; input gradient: {plan['input_gradient']}")
+    lines.extend(ops_reduction.lines(report.get("bias_gradient_choice", [])))
     return "\n".join(lines)
 
 
