@@ -11,6 +11,7 @@ from . import (
                callbacks,
                constraints,
                datasets,
+               distribution,
                initializers,
                layers,
                losses,
@@ -27,6 +28,7 @@ from . import (
 from .layers import Input
 from .models import Model, Sequential
 
-__all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "initializers",
-           "layers", "losses", "metrics", "mixed_precision", "models", "ops", "optimizers",
-           "preprocessing", "regularizers", "saving", "utils", "Input", "Model", "Sequential"]
+__all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "distribution",
+           "initializers", "layers", "losses", "metrics", "mixed_precision", "models", "ops",
+           "optimizers", "preprocessing", "regularizers", "saving", "utils", "Input", "Model",
+           "Sequential"]
