@@ -98,6 +98,15 @@ def _auto_config(cls, args, kwargs):
     return config
 
 
+def layer_sources(tensor):
+    """The tensors made by layer calls (or keras.Input) that `tensor` comes from: itself, or,
+    for a keras.ops result computed between layers, the sources of its op's inputs (the op
+    is part of the engine graph; the layer graph looks through it)."""
+    if tensor._keras_history is not None or tensor.node is None:
+        return [tensor]
+    return [source for t in tensor.node.inputs for source in layer_sources(t)]
+
+
 class LayerNode:
     """One call of a layer: its (structured) arguments and its output tensors."""
 
@@ -111,7 +120,7 @@ class LayerNode:
     @property
     def parent_nodes(self):
         parents = []
-        for tensor in self.input_tensors:
+        for tensor in [source for t in self.input_tensors for source in layer_sources(t)]:
             if tensor._keras_history is not None:
                 layer, index, _ = tensor._keras_history
                 parents.append(layer._inbound_nodes[index])

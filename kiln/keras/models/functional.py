@@ -10,7 +10,7 @@ order a depth-first walk from the outputs first met each layer.
 from collections import defaultdict
 
 from ...graph.symbolic import SymbolicTensor
-from ..layers.base_layer import flatten, pack_like
+from ..layers.base_layer import flatten, layer_sources, pack_like
 
 
 def _walk(inputs, outputs):
@@ -18,7 +18,7 @@ def _walk(inputs, outputs):
     input_ids = {id(t) for t in inputs}
     finished, in_progress, order, first_met = set(), set(), [], {}
     for output in outputs:
-        stack = [(output, False)]
+        stack = [(source, False) for source in reversed(layer_sources(output))]
         while stack:
             tensor, expanded = stack.pop()
             if tensor._keras_history is None:
@@ -40,7 +40,7 @@ def _walk(inputs, outputs):
             stack.append((tensor, True))
             if id(tensor) not in input_ids:
                 for parent in reversed(node.input_tensors):
-                    stack.append((parent, False))
+                    stack.extend((source, False) for source in reversed(layer_sources(parent)))
     return order, first_met
 
 
@@ -68,9 +68,20 @@ def map_layers(inputs, outputs):
     return nodes, layers
 
 
+def has_operations(model):
+    """Whether keras.ops calls outside any layer produce tensors of `model`'s layer graph."""
+    tensors = list(model.outputs) + [t for node in model._layer_nodes
+                                     for t in node.input_tensors]
+    return any(t._keras_history is None and t.node is not None for t in tensors)
+
+
 def replay(model, inputs, nodes):
     """Call the layers of `model`'s graph again on new `inputs` (calling a model as a layer):
     the same layer objects, so the same weights."""
+    if has_operations(model):
+        raise NotImplementedError(
+            f"{model.context}: a functional model with keras.ops calls between its layers "
+            "cannot be called as a layer yet; put those calls in a Lambda or a Layer subclass")
     given = flatten(inputs)
     if len(given) != len(model.inputs):
         raise ValueError(f"{model.context}: expected {len(model.inputs)} input(s), got "

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...binding import constants as dnnl
 from ...graph.fusion import INFERENCE_RULES, RULES, fuse
-from ...graph.symbolic import SymbolicTensor
+from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...plan.parameters import ParameterStore
 from ...plan.step_plan import StepPlan
@@ -113,7 +113,11 @@ class Model(Trainer, Layer):
         shapes = input_shape if isinstance(input_shape, list) else [input_shape]
         inputs = [Input(shape=tuple(shape)[1:]) for shape in shapes]
         structure = inputs if isinstance(input_shape, list) else inputs[0]
-        outputs = self.call(structure)
+        tracing.append(self.context)  # names this model when its call() misuses a tensor
+        try:
+            outputs = self.call(structure)
+        finally:
+            tracing.pop()
         self._init_graph(structure, outputs, layers=list(self._tracked))
 
     def _build_from_data(self, x):

@@ -105,6 +105,12 @@ def _serialize_arguments(structure, node_positions):
 
 
 def functional_config(model):
+    from ..models.functional import has_operations
+
+    if has_operations(model):
+        raise ValueError(f"{model.context}: a functional model with keras.ops calls between "
+                         "its layers cannot be saved yet; put those calls in a Lambda or a "
+                         "Layer subclass (registered with register_keras_serializable)")
     own_nodes = {id(node) for node in model._layer_nodes}
     node_positions = {}  # a node's index among the calls of its layer that this model holds
     for layer in model.layers:
