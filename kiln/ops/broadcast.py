@@ -1,5 +1,6 @@
 """BroadcastBinary: x0 (op) x1 with numpy broadcasting, the engine behind keras.ops.add,
-subtract, multiply, divide, maximum and minimum (and a custom layer's learned scale or bias).
+subtract, multiply, divide, maximum, minimum and power (and a custom layer's learned scale or
+bias).
 
 Shape rule: numpy's, over logical dims of equal rank ((N, C, H, W) for 4D whatever the data
 format): axes of size 1 broadcast. The second operand is either a tensor (arity None: two
@@ -14,7 +15,9 @@ reference kernel (100x slower) for many broadcast patterns, and none for both op
 broadcasting: those run broadcast_kernels.elementwise_kernel, on the layout as it is.
 
 Backward: the gradient of an operand is the output gradient times the local derivative
-(1 for add, -1, the other operand, 1 / x1, -x0 / x1**2, the max / min share), summed over the
+(1 for add, -1, the other operand, 1 / x1, -x0 / x1**2, the max / min share, the power
+rule's x1 * x0**(x1 - 1) and log(x0) * x0**x1; power has no oneDNN binary algorithm and runs
+the numba kernel both ways), summed over the
 axes where that operand was broadcast. A full-size input of add gets the output gradient
 buffer itself (no copy). The sum is broadcast_kernels.reduce_kernel, with multiply's factor
 fused into it, because oneDNN 3.2's reduction runs its reference kernel for the per-channel
@@ -32,7 +35,7 @@ from .merge import linear, needed
 from .numba_config import THREADS
 from .tensor import CHANNELS_LAST, Tensor
 
-OPERATIONS = ("add", "subtract", "multiply", "divide", "maximum", "minimum")
+OPERATIONS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power")
 ALGORITHMS = {"add": dnnl.binary_add, "subtract": dnnl.binary_sub,
               "multiply": dnnl.binary_mul, "divide": dnnl.binary_div,
               "maximum": dnnl.binary_max, "minimum": dnnl.binary_min}
@@ -166,7 +169,8 @@ class _Planned:
         if big is None and self.full[1] and self.source_desc(1) is not None \
                 and op.operation in SWAPPABLE:
             big = 1
-        if big is not None and self._forward_onednn(big, label):
+        if big is not None and op.operation in ALGORITHMS \
+                and self._forward_onednn(big, label):
             return
         desc = self._iteration_desc()
         self.memories = [self.operand_memory(i, self._layout_for(i, desc)) for i in (0, 1)]
@@ -297,6 +301,9 @@ class _Planned:
         elif operation == "divide":
             self._elementwise(kernels.DIVIDE_GRAD_DIVISOR, target, x0, x1, grad, label,
                               backward=True)
+        elif operation == "power":
+            code = kernels.POWER_GRAD_BASE if index == 0 else kernels.POWER_GRAD_EXPONENT
+            self._elementwise(code, target, x0, x1, grad, label, backward=True)
         else:  # maximum / minimum: the share of this input, ties split in half (as JAX)
             first, second = (x0, x1) if operation == "maximum" else (x1, x0)
             code = kernels.EXTREME_SHARE_FIRST if index == 0 else kernels.EXTREME_SHARE_SECOND

@@ -36,8 +36,11 @@ ADD, SUBTRACT, MULTIPLY, DIVIDE, MAXIMUM, MINIMUM = 0, 1, 2, 3, 4, 5   # x (op) 
 DIVIDE_GRAD_DIVISOR = 6      # -z * x / y**2         (z: the output gradient)
 EXTREME_SHARE_FIRST = 7      # z * (x > y) + z / 2 * (x == y): maximum's first input
 EXTREME_SHARE_SECOND = 8     # z * (y > x) + z / 2 * (x == y)
+POWER = 9                    # x ** y
+POWER_GRAD_BASE = 10         # z * y * x ** (y - 1), 0 where y == 0 (as JAX)
+POWER_GRAD_EXPONENT = 11     # z * log(x) * x ** y, with log(0) taken as 0 (as JAX)
 CODES = {"add": ADD, "subtract": SUBTRACT, "multiply": MULTIPLY, "divide": DIVIDE,
-         "maximum": MAXIMUM, "minimum": MINIMUM}
+         "maximum": MAXIMUM, "minimum": MINIMUM, "power": POWER}
 
 
 def physical_axes(desc):
@@ -178,7 +181,13 @@ def _apply(code, u, v, w):
         return -w * u / (v * v)
     if code == EXTREME_SHARE_FIRST:
         return w * (F(u > v) + F(0.5) * F(u == v))
-    return w * (F(v > u) + F(0.5) * F(u == v))
+    if code == EXTREME_SHARE_SECOND:
+        return w * (F(v > u) + F(0.5) * F(u == v))
+    if code == POWER:
+        return u ** v
+    if code == POWER_GRAD_BASE:
+        return F(0.0) if v == 0 else w * v * u ** (v - F(1.0))
+    return w * np.log(F(1.0) if u == 0 else u) * u ** v
 
 
 @njit(**SERIAL)

@@ -13,6 +13,7 @@ from kiln.ops.broadcast import OPERATIONS, BroadcastBinary
 from kiln.ops.tensor import keras_shape
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
+SIGNED = [op for op in OPERATIONS if op != "power"]  # power is tested on positive bases
 N, C, H, W = 2, 3, 4, 5
 
 # (name, logical dims of x0, logical dims of x1): (N, C, H, W) whatever the data format
@@ -33,7 +34,8 @@ PAIRS = [
 
 def forward_reference(operation, a, b):
     return {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
-            "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum}[operation](a, b)
+            "divide": np.divide, "maximum": np.maximum, "minimum": np.minimum,
+            "power": np.power}[operation](a, b)
 
 
 def unbroadcast(grad, shape):
@@ -53,6 +55,8 @@ def gradient_reference(operation, a, b, dy):
         da, db = dy * b, dy * a
     elif operation == "divide":
         da, db = dy / b, -dy * a / (b * b)
+    elif operation == "power":
+        da, db = dy * b * a ** (b - 1), dy * np.log(a) * a ** b
     else:
         sign = 1.0 if operation == "maximum" else -1.0
         share = (sign * a > sign * b) + 0.5 * (a == b)
@@ -86,10 +90,10 @@ def test_two_tensors_match_numpy_for_every_operation(pair, data_format):
         pytest.skip("2D tensors have one layout")
     xs, dy = operands(dims0, dims1, data_format, seed=len(name))
     turn = PAIRS.index(pair)
-    for index, operation in enumerate(OPERATIONS):
+    for index, operation in enumerate(SIGNED):
         if data_format == CHANNELS_FIRST and index not in (turn % 6, (turn + 3) % 6):
             continue
-        numeric = index == turn % len(OPERATIONS)
+        numeric = index == turn % len(SIGNED)
         check_multi_input_op(
             BroadcastBinary(f"{operation}_op", operation), xs, dy,
             lambda xs, p, operation=operation: forward_reference(operation, *xs),
@@ -131,6 +135,19 @@ def test_parameter_operand(case):
 
     check_op(op, x, {"scale/kernel": weight_value}, dy, reference, data_format,
              reference_grads=reference_grads, entries=3)
+
+
+@pytest.mark.parametrize("pair", [PAIRS[2], PAIRS[7], PAIRS[8]], ids=lambda p: p[0])
+def test_power_of_positive_bases(pair):
+    """x0 ** x1 and the power rule's gradients (numba both ways: oneDNN has no pow)."""
+    name, dims0, dims1 = pair
+    (base, exponent), dy = operands(dims0, dims1, CHANNELS_FIRST, seed=11)
+    xs = [np.abs(base) + np.float32(0.5), exponent]
+    check_multi_input_op(
+        BroadcastBinary("pow", "power"), xs, dy,
+        lambda xs, p: forward_reference("power", *xs), data_format=CHANNELS_FIRST,
+        reference_grads=lambda xs, p, dy: list(gradient_reference("power", *xs, dy)),
+        entries=3, rtol=1e-5, atol=1e-5, grad_rtol=1e-4, grad_atol=1e-4)
 
 
 def test_frozen_parameter_and_no_input_gradient():
@@ -193,7 +210,7 @@ def test_shapes_that_do_not_broadcast_name_both_shapes_and_the_op():
     with pytest.raises(ValueError, match=r"multiply 'scale'.*\(2, 3, 4, 5\).*\(1, 4, 1, 1\)"):
         scale.output_dims((2, 3, 4, 5))
     with pytest.raises(ValueError, match="operation must be one of"):
-        BroadcastBinary("pow", "power")
+        BroadcastBinary("mod", "mod")
 
 
 @pytest.mark.parametrize("layout", [None, dnnl.aBcd8b])
