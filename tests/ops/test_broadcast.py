@@ -1,6 +1,6 @@
 """kiln.ops.broadcast.BroadcastBinary: forward and both operands' gradients against float64
 numpy (numpy's broadcasting) and central differences, over a table of broadcasting shape
-pairs in both data formats, 2D and 4D, two tensors or a tensor and a parameter, activations
+pairs in both data formats, 2D, 3D and 4D, two tensors or a tensor and a parameter, activations
 in oneDNN's blocked layouts (also padded), and the shape errors."""
 
 import numpy as np
@@ -29,6 +29,7 @@ PAIRS = [
     ("both-sides", (N, 1, H, 1), (1, C, 1, W)),
     ("2d-features", (4, 6), (1, 6)),
     ("2d-both-sides", (4, 1), (1, 6)),
+    ("3d-sequence", (2, 5, 4), (1, 1, 4)),
 ]
 
 
@@ -86,8 +87,8 @@ def test_two_tensors_match_numpy_for_every_operation(pair, data_format):
     """Every operation's output and both gradients equal numpy's (channels_first: two of
     them, taking turns); one per pair is also checked with central differences."""
     name, dims0, dims1 = pair
-    if len(dims0) == 2 and data_format == CHANNELS_FIRST:
-        pytest.skip("2D tensors have one layout")
+    if len(dims0) != 4 and data_format == CHANNELS_FIRST:
+        pytest.skip("only 4D tensors have two layouts")
     xs, dy = operands(dims0, dims1, data_format, seed=len(name))
     turn = PAIRS.index(pair)
     for index, operation in enumerate(SIGNED):
