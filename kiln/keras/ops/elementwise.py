@@ -160,8 +160,6 @@ def _binary(function):
                 return _scalar(function, x1, x2, number_first=False)
             if isinstance(x2, SymbolicTensor) and _is_number(x1):
                 return _scalar(function, x2, x1, number_first=True)
-            if function == "power":
-                not_in_model("power", "the exponent must be a Python number inside a model")
             return binary(function, x1, x2)
         a, b = eager_operand(x1), eager_operand(x2)
         return result(NUMPY_BINARY[function](a, b), float_result=function == "divide")

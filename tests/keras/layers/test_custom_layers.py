@@ -25,6 +25,10 @@ pytestmark = [
 SGD = ("sgd",)
 
 
+def _needs_broadcast_op():
+    pytest.importorskip("kiln.ops.broadcast", reason="the engine's BroadcastBinary op")
+
+
 def unary_layer(K):
     class SoftShape(K.layers.Layer):
         """Only element-wise math with numbers: no weights."""
@@ -98,20 +102,38 @@ def linear_layer(K):
     return Linear
 
 
-def test_matmul_a_layer_owning_a_dense_and_a_lambda_train_as_keras():
+def power_layer(K):
+    class Power(K.layers.Layer):
+        """Tensor ** weight and tensor ** tensor (the engine's BroadcastBinary power)."""
+
+        def build(self, input_shape):
+            self.exponent = self.add_weight(shape=(input_shape[-1],), initializer="ones",
+                                            name="exponent")
+
+        def call(self, x):
+            base = K.ops.sigmoid(x) + 0.5
+            return K.ops.power(base, self.exponent) + base ** K.ops.sigmoid(x)
+
+    return Power
+
+
+def test_matmul_power_a_layer_owning_a_dense_and_a_lambda_train_as_keras():
+    _needs_broadcast_op()
+
     def build(K):
         inputs = K.Input((6,))
         x = linear_layer(K)(5, name="linear")(inputs)
+        x = power_layer(K)(name="power")(x)
         x = owner_layer(K)(4, name="block")(x)
         x = K.layers.Lambda(lambda t: K.ops.tanh(t) * 2.0 - K.ops.sigmoid(t),
                             output_shape=(4,), name="shape_it")(x)
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
 
     kiln_model, _ = check_against_keras(build, optimizers=SGD, steps=1, training_forward=False)
-    block = kiln_model.layers[2]
+    block = kiln_model.layers[3]
     assert [w.path for w in block.weights] == ["dense/kernel", "dense/bias"]
     assert block.get_config()["units"] == 4
-    assert kiln_model.layers[3].compute_output_shape((None, 4)) == (None, 4)
+    assert kiln_model.layers[4].compute_output_shape((None, 4)) == (None, 4)
 
 
 def test_add_weight_keras3_defaults_and_keras2_positional_order():
@@ -245,10 +267,6 @@ def test_get_config_of_a_subclass_without_one_is_its_arguments_as_keras():
 
 
 # -- weights and tensors as broadcast operands (the engine's BroadcastBinary) ---------------------
-def _needs_broadcast_op():
-    pytest.importorskip("kiln.ops.broadcast", reason="the engine's BroadcastBinary op")
-
-
 def scale_and_bias_layer(K):
     class ScaleAndBias(K.layers.Layer):
         """A learned per-channel scale (L2-regularized) and a frozen per-channel offset."""
