@@ -152,6 +152,19 @@ class SymbolicTensor:
     def __getitem__(self, key):
         return _operator("getitem", self, key)
 
+    # comparisons (not ==, which stays identity: tensors are dict keys and list members)
+    def __gt__(self, other):
+        return _operator("greater", self, other)
+
+    def __ge__(self, other):
+        return _operator("greater_equal", self, other)
+
+    def __lt__(self, other):
+        return _operator("less", self, other)
+
+    def __le__(self, other):
+        return _operator("less_equal", self, other)
+
 
 # numpy ufuncs applied to an array and a tensor (`array * tensor`) that are the operators
 _UFUNC_OPERATORS = {"add": "add", "subtract": "subtract", "multiply": "multiply",

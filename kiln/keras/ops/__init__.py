@@ -94,7 +94,9 @@ from .shapes import (
 # Python operators on symbolic tensors (x * 2, x + self.bias, x[...]) are these functions
 symbolic.OPERATORS.update({"add": add, "subtract": subtract, "multiply": multiply,
                            "divide": divide, "power": power, "matmul": matmul,
-                           "negative": negative, "abs": abs, "getitem": getitem})
+                           "negative": negative, "abs": abs, "getitem": getitem,
+                           "greater": greater, "greater_equal": greater_equal, "less": less,
+                           "less_equal": less_equal})
 
 __all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "average_pool",
            "cast", "ceil", "clip", "max_pool",
