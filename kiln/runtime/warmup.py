@@ -39,6 +39,93 @@ def warm_up():
             model.fit(x, y, batch_size=4, epochs=1, verbose=0)
     mixed_precision.set_global_policy("float32")
     _warm_up_augmentation(model, x, y)
+    _warm_up_losses_and_metrics()
+    _warm_up_layers()
+
+
+def _fit(model, x, y, loss, metrics=(), **compile_args):
+    model.compile(loss=loss, optimizer="sgd", metrics=list(metrics), **compile_args)
+    model.fit(x, y, batch_size=len(x), epochs=1, verbose=0)
+    model.evaluate(x, y, batch_size=len(x), verbose=0)
+
+
+def _warm_up_losses_and_metrics():
+    """Every loss kernel (the element-wise kernel serves all element-wise losses: the loss is
+    an argument), with the label dtypes users pass (float32 one-hot, int64 / int32 / uint8
+    class ids), and the metric kernels (top-k, AUC / Precision / Recall)."""
+    from ..keras import Sequential, losses, metrics
+    from ..keras.layers import Dense
+    rng = np.random.default_rng(0)
+    x = rng.random((4, 5), dtype=np.float32)
+    ids = np.array([0, 1, 2, 1])
+    one_hot = np.eye(3, dtype=np.float32)[ids]
+
+    def head(activation, units=3):
+        return Sequential([Dense(units, activation=activation, input_shape=(5,))])
+
+    for labels in (ids, ids.astype(np.int32), ids.astype(np.uint8), ids.astype(np.float32)):
+        _fit(head("softmax"), x, labels, "sparse_categorical_crossentropy",
+             ["accuracy", metrics.SparseCategoricalAccuracy(),
+              metrics.SparseTopKCategoricalAccuracy(k=2)])
+        _fit(head("relu"), x, labels, "sparse_categorical_crossentropy")  # normalized
+    _fit(head("relu"), x, one_hot, "categorical_crossentropy",
+         ["accuracy", "top_k_categorical_accuracy"])
+    _fit(head(None), x, one_hot, losses.CategoricalCrossentropy(from_logits=True))
+    binary = (ids[:, None] == 1).astype(np.float32)
+    for loss in ("binary_crossentropy", losses.BinaryCrossentropy(from_logits=True)):
+        _fit(head("sigmoid", 1), x, binary, loss,
+             ["accuracy", metrics.BinaryAccuracy(), "AUC", "Precision", "Recall"])
+    _fit(head("relu", 1), x, binary, "binary_crossentropy")
+    for loss in ("mse", "cosine_similarity"):
+        _fit(head("linear"), x, one_hot, loss, ["mae", "RootMeanSquaredError"])
+
+
+def _warm_up_layers():
+    """The numba kernels of layers outside the classic models: noise layers, the activations
+    oneDNN lacks, activity regularization and weight penalties, the normalization layer's
+    statistics, weight constraints, a residual add + relu, a Maximum merge."""
+    from ..keras import Input, Model, Sequential, constraints, regularizers
+    from ..keras.layers import (
+        Activation,
+        ActivityRegularization,
+        Add,
+        Conv2D,
+        Dense,
+        Flatten,
+        GaussianDropout,
+        GaussianNoise,
+        Maximum,
+        Normalization,
+        ReLU,
+        SpatialDropout2D,
+    )
+    rng = np.random.default_rng(0)
+    x = rng.random((4, 6, 6, 2), dtype=np.float32)
+    y = np.eye(2, dtype=np.float32)[[0, 1, 0, 1]]
+    normalization = Normalization(input_shape=(6, 6, 2))
+    normalization.adapt(x)
+    model = Sequential([
+        normalization, GaussianNoise(0.1), Conv2D(4, 3, activation="selu"),
+        SpatialDropout2D(0.2), GaussianDropout(0.2), Flatten(),
+        Dense(4, kernel_constraint=constraints.MaxNorm(2.0),
+              kernel_regularizer=regularizers.L1L2(l1=0.01, l2=0.01)),
+        ActivityRegularization(l1=0.01, l2=0.01),
+        Dense(2, activation="softmax", kernel_constraint=constraints.NonNeg())])
+    _fit(model, x, y, "categorical_crossentropy")
+
+    inputs = Input((6, 6, 2))
+    trunk = Conv2D(4, 3, padding="same")(inputs)
+    branch = ReLU(max_value=6.0, negative_slope=0.1)(Conv2D(4, 3, padding="same")(trunk))
+    for activation in ("softplus", "softsign", "hard_sigmoid"):
+        branch = Activation(activation)(branch)
+    merged = Activation("relu")(Add()([trunk, Maximum()([branch, trunk])]))
+    # a residual block: a relu output read twice sums its gradients and applies the relu
+    # backward in one kernel
+    block_input = Conv2D(4, 3, padding="same", activation="relu")(merged)
+    merged = Activation("relu")(Add()([block_input,
+                                       Conv2D(4, 3, padding="same")(block_input)]))
+    outputs = Dense(2, activation="softmax")(Flatten()(merged))
+    _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
 
 
 def _warm_up_augmentation(model, x, y):

@@ -6,18 +6,39 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kiln.ops import dropout, max_pool_dropout, numba_config
-from kiln.ops.losses import categorical
+from kiln.ops import (
+    activity_regularization,
+    dropout,
+    eltwise,
+    max_pool_dropout,
+    merge,
+    noise,
+    normalization,
+    numba_config,
+)
+from kiln.ops.losses import binary, categorical, cosine, elementwise, label_checks, metric_kernels
+from kiln.plan import weight_penalties
 from kiln.runtime import optimizers
 from kiln.runtime.warmup import warm_up
 
 
 def test_warm_up_compiles_the_plan_kernels():
+    """The kernels of the classic models and of the losses, metrics and layers beyond them
+    (each compiled at the first fit otherwise: about 3.5 min over the test suite)."""
     warm_up()
     kernels = [dropout.dropout_forward_kernel, dropout.dropout_backward_kernel,
                categorical.softmax_crossentropy_dense,
                max_pool_dropout.max_pool_dropout_forward_kernel,
-               max_pool_dropout.max_pool_dropout_backward_kernel, *optimizers.KERNELS]
+               max_pool_dropout.max_pool_dropout_backward_kernel, *optimizers.KERNELS,
+               categorical.softmax_crossentropy_sparse, categorical.normalized_crossentropy_dense,
+               categorical.normalized_crossentropy_sparse, binary.binary_crossentropy_kernel,
+               elementwise.elementwise_loss_kernel, cosine.cosine_similarity_kernel,
+               label_checks.first_bad_class_id, metric_kernels.sparse_accuracy_kernel,
+               metric_kernels.confusion_kernel, activity_regularization.activity_penalty_kernel,
+               noise.gaussian_noise_kernel, noise.gaussian_dropout_kernel,
+               noise.channel_mask_kernel, normalization.coefficients_kernel,
+               weight_penalties.penalty_kernel, weight_penalties.norm_constraint_kernel,
+               eltwise.relu_backward_of_sum_kernel, merge.extreme_backward_kernel]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 

@@ -121,9 +121,9 @@ def _threads_per_rank(world):
         ctypes.CDLL("libgomp.so.1").omp_set_num_threads(threads)
     except (OSError, AttributeError):
         pass
-    import numba
+    from ...ops import numba_config  # numba comes from there only (its cache folder)
 
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    numba_config.numba.set_num_threads(min(threads, numba_config.THREADS))
 
 
 def _abort_on_uncaught_exception(world):
