@@ -72,9 +72,9 @@ class Pooling2D(Op):
             args[dnnl.ARG_WORKSPACE] = builder.allocate(workspace_desc)
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
 
-        # max(f(z)) = f(max(z)) for the non-decreasing activations conv fuses, and max pooling routes
-        # the gradient to the argmax only: so the activation's derivative can be applied to the
-        # pooled gradient (4x smaller for 2x2) from the pooled output, exactly.
+        # max(f(z)) = f(max(z)) for the non-decreasing activations conv fuses, and max pooling
+        # routes the gradient to the argmax only: so the activation's derivative can be applied
+        # to the pooled gradient (4x smaller for 2x2) from the pooled output, exactly.
         activation = (x.activation if self.mode == "max" and x.activation in FUSABLE
                       and spec(x.activation).monotone else None)
         if activation is not None:

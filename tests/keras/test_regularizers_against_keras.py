@@ -4,10 +4,9 @@ same projections after each update, in both data formats."""
 
 import numpy as np
 import pytest
+from keras_oracle import check_against_keras, real_keras
 
 from kiln import keras as kk
-
-from keras_oracle import check_against_keras, real_keras
 
 
 def regularized_cnn(data_format):
