@@ -225,7 +225,7 @@ class _Planned:
                    for memory in (out, x, y, z if z is not None else x)]
         if z is None:
             strides[3] = [0] * len(axes)
-        shape, strides = kernels.plan_axes(axes, strides)
+        shape, strides = kernels.split_rows(*kernels.plan_axes(axes, strides))
         call = self.builder.memory_kernel(kernels.elementwise_kernel, (
             np.int64(code), out, x, y, z if z is not None else x, shape, strides), label)
         (self.builder.add_backward if backward else self.builder.add_forward)(call)
@@ -294,10 +294,9 @@ class _Planned:
         x0, x1 = self.memories
         target = self.builder.allocate(grad.desc)
         if operation == "multiply":
-            self._elementwise(kernels.MULTIPLY, target, grad, x1 if index == 0 else x0, None,
-                              label, backward=True)
+            self._times(kernels.MULTIPLY, target, grad, x1 if index == 0 else x0, label)
         elif operation == "divide" and index == 0:
-            self._elementwise(kernels.DIVIDE, target, grad, x1, None, label, backward=True)
+            self._times(kernels.DIVIDE, target, grad, x1, label)
         elif operation == "divide":
             self._elementwise(kernels.DIVIDE_GRAD_DIVISOR, target, x0, x1, grad, label,
                               backward=True)
@@ -309,6 +308,18 @@ class _Planned:
             code = kernels.EXTREME_SHARE_FIRST if index == 0 else kernels.EXTREME_SHARE_SECOND
             self._elementwise(code, target, first, second, grad, label, backward=True)
         return target
+
+    def _times(self, code, target, grad, other, label):
+        """target = grad * other (or / other) in backward: a oneDNN binary call where oneDNN
+        has a jit kernel for other's broadcast (a per-channel scale's dx = dy * scale), else
+        elementwise_kernel."""
+        operation = "multiply" if code == kernels.MULTIPLY else "divide"
+        primitive = _binary(self.builder, operation, grad.desc, other.desc, (), self.op.label)
+        if primitive.pd.implementation.startswith("ref"):
+            self._elementwise(code, target, grad, other, None, label, backward=True)
+            return
+        self.builder.add_backward(self.builder.bind(primitive, {
+            dnnl.ARG_SRC: grad, dnnl.ARG_SRC_1: other, dnnl.ARG_DST: target}, label))
 
     def _reduce(self, index, source, factor, scale, label):
         """The sum of source (times factor) over operand `index`'s broadcast axes."""

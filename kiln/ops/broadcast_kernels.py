@@ -91,17 +91,25 @@ def operand_strides(axes, dims, desc):
 def split_rows(shape, strides):
     """Give every thread some rows: when the outer axes (all but the last two) hold fewer
     than 4 rows a thread, cut the middle axis in two (a per-channel sum of nhwc merges N, H,
-    W into that one axis)."""
+    W into that one axis), or the inner one when the middle one is 1 (equal shapes merge
+    into one long axis)."""
     rows = int(np.prod(shape[:-2]))
-    mid = int(shape[-2])
+    mid, inner = int(shape[-2]), int(shape[-1])
     if rows >= 4 * THREADS or shape[0] != 1:
         return shape, strides
+    cut = -2 if mid > 1 else -1
+    length = mid if mid > 1 else inner
     for parts in range(8 * THREADS, 1, -1):
-        if mid % parts == 0:
-            shape = np.concatenate([shape[1:-2], [parts, mid // parts], shape[-1:]])
-            strides = np.concatenate([strides[:, 1:-2], strides[:, -2:-1] * (mid // parts),
-                                      strides[:, -2:]], axis=1)
-            return shape.astype(np.int64), strides.astype(np.int64)
+        if length % parts == 0:
+            step = strides[:, cut:cut + 1 or None] * (length // parts)
+            if cut == -2:
+                shape = [*shape[1:-2], parts, length // parts, inner]
+                strides = np.concatenate([strides[:, 1:-2], step, strides[:, -2:]], axis=1)
+            else:
+                shape = [*shape[1:-2], parts, 1, length // parts]
+                strides = np.concatenate([strides[:, 1:-2], step, strides[:, -2:-1],
+                                          strides[:, -1:]], axis=1)
+            return np.array(shape, dtype=np.int64), strides.astype(np.int64)
     return shape, strides
 
 
