@@ -1,35 +1,60 @@
 """keras.ops reductions: sum, mean, max, min, var, std, logsumexp over any axes, keepdims.
 
-Inside a model, a mean or max over the spatial axes of an image tensor (Keras axes (1, 2) of
-channels_last, (2, 3) of channels_first) is the engine's global pooling; other reductions
-have no engine op yet and are refused by name.
+Inside a model (never over the batch axis): a mean or max over the spatial axes of an image
+is the engine's global pooling; other sums and means are its AxisReduction (oneDNN reduction,
+a broadcast back in backward), followed by a Reshape when Keras drops the axes; var and std
+are composed from them (mean of the squared deviation from the mean). max / min over other
+axes, prod and logsumexp have no engine op yet and are refused by name.
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
+from ...ops.axis_reduction import AxisReduction
 from ...ops.global_pooling import GlobalPooling2D
+from ...ops.reshape import Reshape
 from .core import keras_array, keras_axes_to_logical, normalize_axes, not_in_model, op_name, result
 
 
-def _spatial_pooling(name, mode, x, axis, keepdims):
+def _symbolic(name, mode, x, axis, keepdims):
+    """`mode` ('avg', 'max' or 'sum') of symbolic `x` over Keras `axis`."""
     axes = normalize_axes(axis, len(x.shape), name)
-    if len(x.dims) == 4 and not x.flattened:
-        logical = keras_axes_to_logical(x)
-        if sorted(logical[a] for a in axes) == [2, 3] and not keepdims:
-            return apply(GlobalPooling2D(op_name(name), mode), x)
-        if sorted(logical[a] for a in axes) == [2, 3]:
-            return apply(GlobalPooling2D(op_name(name), mode, keepdims=True), x)
-    not_in_model(name, f"over axes {axes} of {x.shape}; only a mean or max over the spatial "
-                       "axes of an image is planned")
+    logical = keras_axes_to_logical(x)  # refuses flattened tensors
+    if 0 in axes:
+        not_in_model(name, f"over the batch axis (axes {axes} of {x.shape})")
+    if len(x.dims) == 4 and sorted(logical[a] for a in axes) == [2, 3] and mode != "sum":
+        return apply(GlobalPooling2D(op_name(name), mode, keepdims=bool(keepdims)), x)
+    if mode == "max":
+        not_in_model(name, f"over axes {axes} of {x.shape}; a max over the spatial axes of "
+                           "an image is planned")
+    reduced = apply(AxisReduction(op_name(name), "sum" if mode == "sum" else "mean",
+                                  [logical[a] for a in axes]), x)
+    if keepdims:
+        return reduced
+    target = [d for i, d in enumerate(x.shape) if i not in axes][1:]
+    if not 1 <= len(target) <= 3:
+        not_in_model(name, f"over axes {axes} of {x.shape} without keepdims (a result of "
+                           f"rank {len(target) + 1}; use keepdims=True)")
+    return apply(Reshape(op_name(name), target, reduced.data_format), reduced)
 
 
-def _reduction(name, numpy_function, pooling=None, float_result=False):
+def _variance(name, x, axis, keepdims):
+    """var (std) of symbolic x: the mean of the squared deviation from the mean (its sqrt)."""
+    from .elementwise import sqrt, square, subtract
+
+    deviation = subtract(x, _symbolic(name, "avg", x, axis, True))
+    variance = _symbolic(name, "avg", square(deviation), axis, keepdims)
+    return sqrt(variance) if name == "std" else variance
+
+
+def _reduction(name, numpy_function, mode=None, float_result=False):
     def run(x, axis=None, keepdims=False):
         if isinstance(x, SymbolicTensor):
-            if pooling is None:
+            if name in ("var", "std"):
+                return _variance(name, x, axis, keepdims)
+            if mode is None:
                 not_in_model(name)
-            return _spatial_pooling(name, pooling, x, axis, keepdims)
+            return _symbolic(name, mode, x, axis, keepdims)
         array = keras_array(x)
         axes = None if axis is None else normalize_axes(axis, array.ndim, name)
         return result(numpy_function(array, axis=axes, keepdims=keepdims), float_result)
@@ -38,7 +63,7 @@ def _reduction(name, numpy_function, pooling=None, float_result=False):
     return run
 
 
-sum = _reduction("sum", np.sum)  # noqa: A001 (keras.ops.sum)
+sum = _reduction("sum", np.sum, "sum")  # noqa: A001 (keras.ops.sum)
 mean = _reduction("mean", np.mean, "avg", float_result=True)
 max = _reduction("max", np.max, "max")  # noqa: A001 (keras.ops.max)
 min = _reduction("min", np.min)  # noqa: A001 (keras.ops.min)

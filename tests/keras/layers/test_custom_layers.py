@@ -31,32 +31,39 @@ def _needs_broadcast_op():
 
 def unary_layer(K):
     class SoftShape(K.layers.Layer):
-        """Only element-wise math with numbers: no weights."""
+        """Element-wise math, pooling and reductions: no weights."""
 
         def call(self, x, training=None):
             y = K.ops.sqrt(K.ops.square(x) + 1.0) * 0.5 - K.ops.relu(x) / 4.0
             pooled = K.ops.max_pool(x, 2, strides=1, padding="same") - K.ops.average_pool(
                 x, (2, 3), strides=1, padding="same")
-            return K.ops.tanh(y) + K.ops.clip(1.0 - x, -0.5, 2.0) + K.ops.abs(x) ** 2 + pooled
+            # reductions (with keepdims: broadcast back against x)
+            centered = x - K.ops.mean(x, axis=-1, keepdims=True)
+            normalized = centered / K.ops.sqrt(K.ops.var(x, axis=-1, keepdims=True) + 1e-3)
+            spread = K.ops.std(x, axis=(1, 2), keepdims=True)
+            return (K.ops.tanh(y) + K.ops.clip(1.0 - x, -0.5, 2.0) + K.ops.abs(x) ** 2 + pooled
+                    + normalized * spread)
 
     return SoftShape
 
 
 def shape_layer(K):
     class Shuffle(K.layers.Layer):
-        """Moves values around with keras.ops: (N, 3, 3, 3) in, (N, 54) out."""
+        """Moves values around with keras.ops: (N, 3, 3, 3) in, (N, 57) out."""
 
         def call(self, x):
             y = K.ops.transpose(x, (0, 2, 1, 3))
             y = K.ops.concatenate([y, K.ops.log_softmax(x, axis=-1)], axis=-1)
             y = K.ops.expand_dims(K.ops.reshape(y, (-1, 9, 6)), 1)
             y = K.ops.reshape(K.ops.squeeze(y, 1), (-1, 54))
-            return y - K.ops.zeros_like(y)
+            return K.ops.concatenate([y - K.ops.zeros_like(y), K.ops.sum(x, axis=(1, 3))], -1)
 
     return Shuffle
 
 
-def test_element_wise_and_shape_ops_trace_into_the_model_as_keras():
+def test_element_wise_reduction_and_shape_ops_trace_into_the_model_as_keras():
+    _needs_broadcast_op()
+
     def build(K):
         x = K.layers.Conv2D(3, 3)(inputs := K.Input((5, 5, 2)))
         x = shape_layer(K)(name="shuffle")(unary_layer(K)(name="soft_shape")(x))
@@ -216,10 +223,10 @@ def test_numpy_on_a_symbolic_tensor_names_the_layer_and_keras_ops():
 def test_an_operation_without_an_engine_op_is_refused_by_name():
     class Sorter(kk.layers.Layer):
         def call(self, x):
-            return kk.ops.sum(x, axis=-1)
+            return kk.ops.prod(x, axis=-1)
 
     with pytest.raises(NotImplementedError,
-                       match=r"Sorter 'sorter': keras.ops.sum works eagerly .* not yet inside"):
+                       match=r"Sorter 'sorter': keras.ops.prod works eagerly .* not yet inside"):
         Sorter()(kk.Input((4,)))
 
 

@@ -1,0 +1,82 @@
+"""AxisReduction: the sum or mean over some non-batch logical axes, kept as size 1 (keras.ops
+sum / mean with keepdims; the front end reshapes when Keras drops the axes).
+
+Forward is one oneDNN reduction from the input's layout into the plain Keras-order layout of
+the small result. Backward broadcasts the small gradient back over the reduced axes (times
+1 / count for the mean) as one oneDNN binary add onto a zero buffer of the input's layout, the
+scale fused as an eltwise linear post-op.
+"""
+
+import numpy as np
+
+from ..binding import constants as dnnl
+from ..binding.memory import layout_key
+from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from .base import Op
+from .reshape import keras_layout
+
+ALGORITHMS = {"sum": dnnl.reduction_sum, "mean": dnnl.reduction_mean}
+
+
+class AxisReduction(Op):
+    """Args: name, mode ('sum' or 'mean'), axes (logical axes, never 0 the batch)."""
+
+    def __init__(self, name, mode, axes):
+        if mode not in ALGORITHMS:
+            raise ValueError(f"AxisReduction '{name}': argument mode must be one of "
+                             f"{sorted(ALGORITHMS)}, got {mode!r}")
+        self.name, self.mode, self.axes = name, mode, tuple(sorted(set(axes)))
+        if not self.axes or 0 in self.axes:
+            raise ValueError(f"AxisReduction '{name}': argument axes must be non-batch axes, "
+                             f"got {axes!r}")
+
+    def output_dims(self, input_dims):
+        if max(self.axes) >= len(input_dims):
+            raise ValueError(f"AxisReduction '{self.name}': axes {self.axes} out of range "
+                             f"for dims {tuple(input_dims)}")
+        return tuple(1 if axis in self.axes else d for axis, d in enumerate(input_dims))
+
+    def forward(self, builder, x, need_input_grad=True):
+        if x.flattened:
+            raise ValueError(f"AxisReduction '{self.name}': an input flattened from 4D is "
+                             "not supported")
+        source = x.memory
+        desc = source.desc
+        out_dims = self.output_dims(x.dims)
+        small = keras_layout(out_dims, x.data_format, False, desc.data_type)
+        alg = ALGORITHMS[self.mode]
+        shapes = f"{self.mode} '{self.name}' {desc} -> {list(out_dims)}"
+        fwd = builder.primitive(("reduction", alg, layout_key(desc), layout_key(small)),
+                                lambda: PrimitiveDesc(
+            "dnnl_reduction_primitive_desc_create", "reduction", shapes, alg, desc.handle,
+            small.handle, 0.0, 0.0, default_attributes().handle))
+        output = builder.allocate(small)
+        builder.add_forward(builder.bind(fwd, {dnnl.ARG_SRC: source, dnnl.ARG_DST: output},
+                                         f"{self.name} {self.mode}"))
+        count = int(np.prod([x.dims[axis] for axis in self.axes]))
+        scale = 1.0 / count if self.mode == "mean" else 1.0
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            grad = builder.reorder(output_grad, small, f"{self.name} gradient to layout",
+                                   backward=True)
+            zeros = builder.keep(builder.allocate(desc))  # stays zero: nothing else writes it
+            zeros.storage[:] = 0
+            post = ((dnnl.eltwise_linear, scale, 0.0),)
+
+            def create():
+                attributes = Attributes(post)  # alive until the pd exists
+                return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
+                                     f"{shapes} backward", dnnl.binary_add, desc.handle,
+                                     small.handle, desc.handle, attributes.handle)
+
+            bwd = builder.primitive(("reduction backward", layout_key(desc),
+                                     layout_key(small), scale), create)
+            input_grad = builder.allocate(desc)
+            builder.add_backward(builder.bind(bwd, {
+                dnnl.ARG_SRC: zeros, dnnl.ARG_SRC_1: grad, dnnl.ARG_DST: input_grad},
+                f"{self.name} {self.mode} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward

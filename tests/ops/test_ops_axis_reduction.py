@@ -1,0 +1,47 @@
+"""AxisReduction (keras.ops sum / mean with keepdims inside a model): forward against numpy,
+gradient against the broadcast of dy and central differences, over several axis sets, in both
+data formats and on 2D tensors."""
+
+import numpy as np
+import pytest
+from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
+
+from kiln.ops.axis_reduction import AxisReduction
+
+# logical axes of (N, C, H, W) -> Keras axes of the test's array in each format
+KERAS_AXES = {CHANNELS_LAST: {1: 3, 2: 1, 3: 2}, CHANNELS_FIRST: {1: 1, 2: 2, 3: 3}}
+
+
+@pytest.mark.parametrize("data_format", [CHANNELS_LAST, CHANNELS_FIRST])
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("axes", [(1,), (2, 3), (1, 3)])
+def test_image_reduction(axes, mode, data_format):
+    rng = np.random.default_rng(4)
+    shape = (2, 4, 3, 5) if data_format == CHANNELS_LAST else (2, 5, 4, 3)
+    x = rng.normal(size=shape).astype(np.float32)
+    keras_axes = tuple(KERAS_AXES[data_format][a] for a in axes)
+    reduce = np.sum if mode == "sum" else np.mean
+    count = np.prod([shape[a] for a in keras_axes])
+    dy = rng.normal(size=reduce(x, axis=keras_axes, keepdims=True).shape).astype(np.float32)
+    check_op(AxisReduction("r", mode, axes), x, {}, dy,
+             lambda x64, p: reduce(x64, axis=keras_axes, keepdims=True), data_format,
+             lambda x64, p, dy64: (np.broadcast_to(dy64 / (count if mode == "mean" else 1),
+                                                   x64.shape), {}),
+             rtol=1e-5, atol=1e-6)
+
+
+def test_features_of_a_matrix():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3, 7)).astype(np.float32)
+    dy = rng.normal(size=(3, 1)).astype(np.float32)
+    check_op(AxisReduction("r", "mean", (1,)), x, {}, dy,
+             lambda x64, p: x64.mean(axis=1, keepdims=True), CHANNELS_LAST,
+             lambda x64, p, dy64: (np.broadcast_to(dy64 / 7, x64.shape), {}),
+             rtol=1e-5, atol=1e-6)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="AxisReduction 'r': argument mode"):
+        AxisReduction("r", "max", (1,))
+    with pytest.raises(ValueError, match="AxisReduction 'r': argument axes"):
+        AxisReduction("r", "sum", (0, 1))
