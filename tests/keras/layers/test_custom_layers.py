@@ -354,3 +354,46 @@ def test_shapes_that_do_not_broadcast_name_both_and_the_op():
 
     with pytest.raises(ValueError, match=r"Mismatch 'mismatch'.*multiply.*\(4,\).*\(5,\)"):
         Mismatch()(kk.Input((4,)))
+
+
+def registered_scale(K):
+    @K.saving.register_keras_serializable(package="custom_layer_tests")
+    class Scale(K.layers.Layer):
+        def __init__(self, factor=1.0, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def build(self, input_shape):
+            self.w = self.add_weight(shape=(input_shape[-1],), initializer="random_normal",
+                                     name="w")
+
+        def call(self, x):
+            return K.ops.multiply(x, self.w) * self.factor
+
+    return Scale
+
+
+def test_a_registered_custom_layer_called_twice_saves_loads_and_trains_as_keras(tmp_path):
+    """One layer called twice (its weight read by two ops: the gradients add up), saved by
+    kiln, loaded by both, trained one SGD step on both."""
+    _needs_broadcast_op()
+    keras = keras_oracle.real_keras()
+    registered_scale(keras)
+    inputs = kk.Input((4,))
+    scale = registered_scale(kk)(2.0, name="scale")
+    ours = kk.Model(inputs, kk.layers.Dense(2)(scale(scale(inputs))))
+    ours.save(tmp_path / "scale.keras")
+    theirs = keras.models.load_model(tmp_path / "scale.keras")
+    again = kk.models.load_model(tmp_path / "scale.keras")
+    assert again.layers[1].get_config()["factor"] == 2.0
+    x = np.random.default_rng(0).random((3, 4), np.float32)
+    y = np.random.default_rng(1).random((3, 2), np.float32)
+    expected = ours.predict(x, verbose=0)
+    np.testing.assert_allclose(np.asarray(theirs(x)), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(again.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-6)
+    for model, K in ((ours, kk), (theirs, keras)):
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="mse")
+        model.fit(x, y, batch_size=3, shuffle=False, verbose=0)
+    for path, mine, real in zip([w.path for w in ours.weights], ours.get_weights(),
+                                theirs.get_weights()):
+        np.testing.assert_allclose(mine, real, rtol=1e-4, atol=1e-5, err_msg=path)
