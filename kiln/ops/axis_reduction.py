@@ -1,10 +1,13 @@
-"""AxisReduction: the sum or mean over some non-batch logical axes, kept as size 1 (keras.ops
-sum / mean with keepdims; the front end reshapes when Keras drops the axes).
+"""AxisReduction: the sum, mean, max or min over some non-batch logical axes, kept as size 1
+(keras.ops sum / mean / max / min with keepdims; the front end reshapes when Keras drops the
+axes).
 
 Forward is one oneDNN reduction from the input's layout into the plain Keras-order layout of
-the small result. Backward broadcasts the small gradient back over the reduced axes (times
-1 / count for the mean) as one oneDNN binary add onto a zero buffer of the input's layout, the
-scale fused as an eltwise linear post-op.
+the small result. Backward broadcasts the small gradient back over the reduced axes as oneDNN
+binary ops in the input's layout: for sum and mean, one add onto a zero buffer (the 1 / count
+of the mean fused as an eltwise linear post-op); for max and min, the positions equal to the
+result (a binary eq against it) times the gradient, so tied values each get the whole
+gradient (JAX splits it between them; ties have probability zero for real-valued data).
 """
 
 import numpy as np
@@ -15,11 +18,15 @@ from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from .base import Op
 from .reshape import keras_layout
 
-ALGORITHMS = {"sum": dnnl.reduction_sum, "mean": dnnl.reduction_mean}
+# oneDNN 3.x's dnnl_alg_kind_t values not in binding/constants.py
+REDUCTION_MIN, BINARY_EQ = 196595, 131066
+ALGORITHMS = {"sum": dnnl.reduction_sum, "mean": dnnl.reduction_mean,
+              "max": dnnl.reduction_max, "min": REDUCTION_MIN}
 
 
 class AxisReduction(Op):
-    """Args: name, mode ('sum' or 'mean'), axes (logical axes, never 0 the batch)."""
+    """Args: name, mode ('sum', 'mean', 'max' or 'min'), axes (logical axes, never 0 the
+    batch)."""
 
     def __init__(self, name, mode, axes):
         if mode not in ALGORITHMS:
@@ -56,27 +63,33 @@ class AxisReduction(Op):
         count = int(np.prod([x.dims[axis] for axis in self.axes]))
         scale = 1.0 / count if self.mode == "mean" else 1.0
 
+        def broadcast(alg, full, part, post, label):
+            """A new buffer of the input's layout: full (alg) part-broadcast, then post."""
+            def create():
+                attributes = Attributes(post)  # alive until the pd exists
+                return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
+                                     f"{shapes} {label}", alg, desc.handle, small.handle,
+                                     desc.handle, attributes.handle)
+
+            primitive = builder.primitive(("reduction backward", alg, layout_key(desc),
+                                           layout_key(small), post), create)
+            target = builder.allocate(desc)
+            builder.add_backward(builder.bind(primitive, {
+                dnnl.ARG_SRC: full, dnnl.ARG_SRC_1: part, dnnl.ARG_DST: target},
+                f"{self.name} {self.mode} {label}"))
+            return target
+
         def backward(output_grad):
             if not need_input_grad:
                 return None
             grad = builder.reorder(output_grad, small, f"{self.name} gradient to layout",
                                    backward=True)
+            if self.mode in ("max", "min"):
+                chosen = broadcast(BINARY_EQ, source, output, (), "backward positions")
+                return broadcast(dnnl.binary_mul, chosen, grad, (), "backward")
             zeros = builder.keep(builder.allocate(desc))  # stays zero: nothing else writes it
             zeros.storage[:] = 0
-            post = ((dnnl.eltwise_linear, scale, 0.0),)
-
-            def create():
-                attributes = Attributes(post)  # alive until the pd exists
-                return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
-                                     f"{shapes} backward", dnnl.binary_add, desc.handle,
-                                     small.handle, desc.handle, attributes.handle)
-
-            bwd = builder.primitive(("reduction backward", layout_key(desc),
-                                     layout_key(small), scale), create)
-            input_grad = builder.allocate(desc)
-            builder.add_backward(builder.bind(bwd, {
-                dnnl.ARG_SRC: zeros, dnnl.ARG_SRC_1: grad, dnnl.ARG_DST: input_grad},
-                f"{self.name} {self.mode} backward"))
-            return input_grad
+            return broadcast(dnnl.binary_add, zeros, grad,
+                             ((dnnl.eltwise_linear, scale, 0.0),), "backward")
 
         return x.with_memory(output), backward

@@ -13,21 +13,26 @@ KERAS_AXES = {CHANNELS_LAST: {1: 3, 2: 1, 3: 2}, CHANNELS_FIRST: {1: 1, 2: 2, 3:
 
 
 @pytest.mark.parametrize("data_format", [CHANNELS_LAST, CHANNELS_FIRST])
-@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max", "min"])
 @pytest.mark.parametrize("axes", [(1,), (2, 3), (1, 3)])
 def test_image_reduction(axes, mode, data_format):
     rng = np.random.default_rng(4)
     shape = (2, 4, 3, 5) if data_format == CHANNELS_LAST else (2, 5, 4, 3)
     x = rng.normal(size=shape).astype(np.float32)
     keras_axes = tuple(KERAS_AXES[data_format][a] for a in axes)
-    reduce = np.sum if mode == "sum" else np.mean
+    reduce = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[mode]
     count = np.prod([shape[a] for a in keras_axes])
     dy = rng.normal(size=reduce(x, axis=keras_axes, keepdims=True).shape).astype(np.float32)
+
+    def gradient(x64, p, dy64):
+        spread = np.broadcast_to(dy64 / (count if mode == "mean" else 1), x64.shape)
+        if mode in ("max", "min"):  # to the chosen position only
+            return spread * (x64 == reduce(x64, axis=keras_axes, keepdims=True)), {}
+        return spread, {}
+
     check_op(AxisReduction("r", mode, axes), x, {}, dy,
              lambda x64, p: reduce(x64, axis=keras_axes, keepdims=True), data_format,
-             lambda x64, p, dy64: (np.broadcast_to(dy64 / (count if mode == "mean" else 1),
-                                                   x64.shape), {}),
-             rtol=1e-5, atol=1e-6)
+             gradient, rtol=1e-5, atol=1e-6)
 
 
 def test_features_of_a_matrix():
@@ -42,6 +47,6 @@ def test_features_of_a_matrix():
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="AxisReduction 'r': argument mode"):
-        AxisReduction("r", "max", (1,))
+        AxisReduction("r", "prod", (1,))
     with pytest.raises(ValueError, match="AxisReduction 'r': argument axes"):
         AxisReduction("r", "sum", (0, 1))

@@ -3,8 +3,9 @@
 Inside a model (never over the batch axis): a mean or max over the spatial axes of an image
 is the engine's global pooling; other sums and means are its AxisReduction (oneDNN reduction,
 a broadcast back in backward), followed by a Reshape when Keras drops the axes; var and std
-are composed from them (mean of the squared deviation from the mean). max / min over other
-axes, prod and logsumexp have no engine op yet and are refused by name.
+are composed from them (mean of the squared deviation from the mean). max and min over other
+axes are its AxisReduction too, and logsumexp is composed (the max shift included); prod has
+no engine op yet and is refused by name.
 """
 
 import numpy as np
@@ -17,17 +18,15 @@ from .core import keras_array, keras_axes_to_logical, normalize_axes, not_in_mod
 
 
 def _symbolic(name, mode, x, axis, keepdims):
-    """`mode` ('avg', 'max' or 'sum') of symbolic `x` over Keras `axis`."""
+    """`mode` ('sum', 'avg', 'max' or 'min') of symbolic `x` over Keras `axis`."""
     axes = normalize_axes(axis, len(x.shape), name)
     logical = keras_axes_to_logical(x)  # refuses flattened tensors
     if 0 in axes:
         not_in_model(name, f"over the batch axis (axes {axes} of {x.shape})")
-    if len(x.dims) == 4 and sorted(logical[a] for a in axes) == [2, 3] and mode != "sum":
+    if len(x.dims) == 4 and sorted(logical[a] for a in axes) == [2, 3] and mode in ("avg",
+                                                                                     "max"):
         return apply(GlobalPooling2D(op_name(name), mode, keepdims=bool(keepdims)), x)
-    if mode == "max":
-        not_in_model(name, f"over axes {axes} of {x.shape}; a max over the spatial axes of "
-                           "an image is planned")
-    reduced = apply(AxisReduction(op_name(name), "sum" if mode == "sum" else "mean",
+    reduced = apply(AxisReduction(op_name(name), "mean" if mode == "avg" else mode,
                                   [logical[a] for a in axes]), x)
     if keepdims:
         return reduced
@@ -47,11 +46,30 @@ def _variance(name, x, axis, keepdims):
     return sqrt(variance) if name == "std" else variance
 
 
+def _logsumexp_symbolic(x, axis, keepdims):
+    """log(sum(exp(x - max))) + max over `axis` (the max shift keeps exp finite)."""
+    from .elementwise import add, exp, log, subtract
+
+    peak = _symbolic("logsumexp", "max", x, axis, True)
+    total = _symbolic("logsumexp", "sum", exp(subtract(x, peak)), axis, True)
+    out = add(log(total), peak)
+    if keepdims:
+        return out
+    axes = normalize_axes(axis, len(x.shape), "logsumexp")
+    target = [d for i, d in enumerate(x.shape) if i not in axes][1:]
+    if not 1 <= len(target) <= 3:
+        not_in_model("logsumexp", f"over axes {axes} of {x.shape} without keepdims (a "
+                                  f"result of rank {len(target) + 1}; use keepdims=True)")
+    return apply(Reshape(op_name("logsumexp"), target, out.data_format), out)
+
+
 def _reduction(name, numpy_function, mode=None, float_result=False):
     def run(x, axis=None, keepdims=False):
         if isinstance(x, SymbolicTensor):
             if name in ("var", "std"):
                 return _variance(name, x, axis, keepdims)
+            if name == "logsumexp":
+                return _logsumexp_symbolic(x, axis, keepdims)
             if mode is None:
                 not_in_model(name)
             return _symbolic(name, mode, x, axis, keepdims)
@@ -66,7 +84,7 @@ def _reduction(name, numpy_function, mode=None, float_result=False):
 sum = _reduction("sum", np.sum, "sum")  # noqa: A001 (keras.ops.sum)
 mean = _reduction("mean", np.mean, "avg", float_result=True)
 max = _reduction("max", np.max, "max")  # noqa: A001 (keras.ops.max)
-min = _reduction("min", np.min)  # noqa: A001 (keras.ops.min)
+min = _reduction("min", np.min, "min")  # noqa: A001 (keras.ops.min)
 var = _reduction("var", np.var, float_result=True)
 std = _reduction("std", np.std, float_result=True)
 prod = _reduction("prod", np.prod)

@@ -56,7 +56,8 @@ def shape_layer(K):
             y = K.ops.concatenate([y, K.ops.log_softmax(x, axis=-1)], axis=-1)
             y = K.ops.expand_dims(K.ops.reshape(y, (-1, 9, 6)), 1)
             y = K.ops.reshape(K.ops.squeeze(y, 1), (-1, 54))
-            return K.ops.concatenate([y - K.ops.zeros_like(y), K.ops.sum(x, axis=(1, 3))], -1)
+            sums = K.ops.sum(x, axis=(1, 3))
+            return K.ops.concatenate([y - K.ops.zeros_like(y), sums], -1)
 
     return Shuffle
 
@@ -132,7 +133,10 @@ def test_matmul_power_a_layer_owning_a_dense_and_a_lambda_train_as_keras():
         x = linear_layer(K)(5, name="linear")(inputs)
         x = power_layer(K)(name="power")(x)
         x = owner_layer(K)(4, name="block")(x)
-        x = K.layers.Lambda(lambda t: K.ops.tanh(t) * 2.0 - K.ops.sigmoid(t),
+        x = K.layers.Lambda(lambda t: K.ops.tanh(t) * 2.0 - K.ops.sigmoid(t)
+                            + K.ops.logsumexp(t, axis=-1, keepdims=True)
+                            - K.ops.max(t, axis=-1, keepdims=True)
+                            + K.ops.min(t, axis=1, keepdims=True),
                             output_shape=(4,), name="shape_it")(x)
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
 
@@ -223,7 +227,7 @@ def test_numpy_on_a_symbolic_tensor_names_the_layer_and_keras_ops():
 def test_an_operation_without_an_engine_op_is_refused_by_name():
     class Sorter(kk.layers.Layer):
         def call(self, x):
-            return kk.ops.prod(x, axis=-1)
+            return kk.ops.prod(x, axis=-1)  # no engine op yet
 
     with pytest.raises(NotImplementedError,
                        match=r"Sorter 'sorter': keras.ops.prod works eagerly .* not yet inside"):
