@@ -107,6 +107,24 @@ def layer_sources(tensor):
     return [source for t in tensor.node.inputs for source in layer_sources(t)]
 
 
+def _op_kinds(outputs):
+    """The engine ops computing `outputs`, as (op class, activation / function) in a fixed
+    walk order back to tensors without a producing op."""
+    kinds, seen = [], set()
+    stack = [t for t in flatten(outputs) if isinstance(t, SymbolicTensor)]
+    while stack:
+        tensor = stack.pop()
+        node = tensor.node
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        op = node.op
+        kinds.append((type(op).__name__, getattr(op, "activation", None),
+                      getattr(op, "function", None), getattr(op, "operation", None)))
+        stack.extend(node.inputs)
+    return kinds
+
+
 class LayerNode:
     """One call of a layer: its (structured) arguments and its output tensors."""
 
@@ -362,6 +380,7 @@ class Layer:
             if "training" in kwargs and not self._call_accepts("training"):
                 kwargs.pop("training")
             outputs = self.call(*args, **kwargs)
+            self._check_one_graph_for_training(args, kwargs, outputs)
         finally:
             tracing.pop()
         if self.activity_regularizer is not None:
@@ -373,6 +392,21 @@ class Layer:
         if self.output_shape is None:
             self.output_shape = flat[0].shape if len(flat) == 1 else [t.shape for t in flat]
         return outputs
+
+    def _check_one_graph_for_training(self, args, kwargs, outputs):
+        """kiln plans one graph for fit and predict: a user layer whose call() takes
+        `training` (not given) must compute the same ops with training=True, which fit
+        would pass in Keras; otherwise refuse rather than train something else."""
+        if (type(self).__module__.startswith("kiln.") or kwargs.get("training") is not None
+                or "training" not in inspect.signature(self.call).parameters):
+            return
+        training = self.call(*args, **{**kwargs, "training": True})
+        if _op_kinds(training) != _op_kinds(outputs):
+            raise NotImplementedError(
+                f"{self.context}: call() computes other operations with training=True than "
+                "without; kiln traces one graph for fit and predict, so a call() that branches "
+                "on `training` is not supported yet (use a Dropout / GaussianNoise layer "
+                "inside it, or pass training explicitly when calling the layer)")
 
     def _call_accepts(self, argument):
         parameters = inspect.signature(self.call).parameters

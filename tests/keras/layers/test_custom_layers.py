@@ -401,3 +401,19 @@ def test_a_registered_custom_layer_called_twice_saves_loads_and_trains_as_keras(
     for path, mine, real in zip([w.path for w in ours.weights], ours.get_weights(),
                                 theirs.get_weights()):
         np.testing.assert_allclose(mine, real, rtol=1e-4, atol=1e-5, err_msg=path)
+
+
+def test_a_call_branching_on_training_is_refused_not_traced_once():
+    class Noisy(kk.layers.Layer):
+        def call(self, x, training=None):
+            return x * 0.5 if training else x
+
+    class Steady(kk.layers.Layer):
+        def call(self, x, training=None):
+            return kk.ops.relu(x)
+
+    inputs = kk.Input((4,))
+    with pytest.raises(NotImplementedError, match=r"Noisy 'noisy'.*training=True"):
+        Noisy()(inputs)
+    Steady()(inputs)
+    Noisy(name="told")(inputs, training=False)  # told explicitly: one graph is right
