@@ -20,6 +20,7 @@ from ...plan.parameters import ParameterStore
 from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .custom_weights import keras_weight
+from .layer_tracing import auto_config, check_one_graph_for_training, layer_sources
 from .weight import Weight
 
 _name_counts = defaultdict(int)
@@ -73,58 +74,6 @@ def pack_like(structure, flat):
     return rebuild(structure)
 
 
-def _auto_config(cls, args, kwargs):
-    """Keras 3's automatic config of a layer subclass (keras/src/ops/operation.py __new__):
-    its constructor arguments with defaults, when all are plain values; None otherwise."""
-    try:
-        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-    except TypeError:
-        return None
-    bound.apply_defaults()
-    config = {}
-    for key, parameter in list(bound.signature.parameters.items())[1:]:
-        value = bound.arguments.get(key)
-        if parameter.kind == parameter.VAR_KEYWORD:
-            config.update(value or {})
-        elif parameter.kind == parameter.VAR_POSITIONAL:
-            if value:
-                return None
-        else:
-            config[key] = value
-    config.pop("name", None)
-    if not all(isinstance(v, (str, int, float, bool, type(None))) for v in flatten(
-            list(config.values()))):
-        return None
-    return config
-
-
-def layer_sources(tensor):
-    """The tensors made by layer calls (or keras.Input) that `tensor` comes from: itself, or,
-    for a keras.ops result computed between layers, the sources of its op's inputs (the op
-    is part of the engine graph; the layer graph looks through it)."""
-    if tensor._keras_history is not None or tensor.node is None:
-        return [tensor]
-    return [source for t in tensor.node.inputs for source in layer_sources(t)]
-
-
-def _op_kinds(outputs):
-    """The engine ops computing `outputs`, as (op class, activation / function) in a fixed
-    walk order back to tensors without a producing op."""
-    kinds, seen = [], set()
-    stack = [t for t in flatten(outputs) if isinstance(t, SymbolicTensor)]
-    while stack:
-        tensor = stack.pop()
-        node = tensor.node
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        op = node.op
-        kinds.append((type(op).__name__, getattr(op, "activation", None),
-                      getattr(op, "function", None), getattr(op, "operation", None)))
-        stack.extend(node.inputs)
-    return kinds
-
-
 class LayerNode:
     """One call of a layer: its (structured) arguments and its output tensors."""
 
@@ -158,7 +107,7 @@ class Layer:
     def __new__(cls, *args, **kwargs):
         instance = super().__new__(cls)
         # a subclass without get_config() is described by its constructor arguments, as Keras
-        instance.__dict__["_auto_config"] = _auto_config(cls, args, kwargs)
+        instance.__dict__["_auto_config"] = auto_config(cls, args, kwargs)
         return instance
 
     def __init__(self, name=None, input_shape=None, trainable=True, dtype=None, **kwargs):
@@ -380,7 +329,7 @@ class Layer:
             if "training" in kwargs and not self._call_accepts("training"):
                 kwargs.pop("training")
             outputs = self.call(*args, **kwargs)
-            self._check_one_graph_for_training(args, kwargs, outputs)
+            check_one_graph_for_training(self, args, kwargs, outputs)
         finally:
             tracing.pop()
         if self.activity_regularizer is not None:
@@ -392,21 +341,6 @@ class Layer:
         if self.output_shape is None:
             self.output_shape = flat[0].shape if len(flat) == 1 else [t.shape for t in flat]
         return outputs
-
-    def _check_one_graph_for_training(self, args, kwargs, outputs):
-        """kiln plans one graph for fit and predict: a user layer whose call() takes
-        `training` (not given) must compute the same ops with training=True, which fit
-        would pass in Keras; otherwise refuse rather than train something else."""
-        if (type(self).__module__.startswith("kiln.") or kwargs.get("training") is not None
-                or "training" not in inspect.signature(self.call).parameters):
-            return
-        training = self.call(*args, **{**kwargs, "training": True})
-        if _op_kinds(training) != _op_kinds(outputs):
-            raise NotImplementedError(
-                f"{self.context}: call() computes other operations with training=True than "
-                "without; kiln traces one graph for fit and predict, so a call() that branches "
-                "on `training` is not supported yet (use a Dropout / GaussianNoise layer "
-                "inside it, or pass training explicitly when calling the layer)")
 
     def _call_accepts(self, argument):
         parameters = inspect.signature(self.call).parameters

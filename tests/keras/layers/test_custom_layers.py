@@ -246,31 +246,6 @@ def test_an_op_on_a_weight_alone_inside_call_is_refused_not_frozen():
         Exponent()(kk.Input((4,)))
 
 
-def _lambda_model(K):
-    inputs = K.Input((3,))
-    outputs = K.layers.Lambda(lambda t: t * 3.0 + 1.0, name="affine")(inputs)
-    return K.Model(inputs, outputs)
-
-
-def test_lambda_files_load_across_only_outside_safe_mode(tmp_path):
-    keras = keras_oracle.real_keras()
-    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    expected = x * 3.0 + 1.0
-    _lambda_model(keras).save(tmp_path / "theirs.keras")
-    with pytest.raises(ValueError, match=r"'affine' \(class Lambda\).*safe_mode=False"):
-        kk.models.load_model(tmp_path / "theirs.keras")
-    ours = kk.models.load_model(tmp_path / "theirs.keras", safe_mode=False)
-    np.testing.assert_allclose(ours.predict(x, verbose=0), expected, rtol=1e-6)
-
-    _lambda_model(kk).save(tmp_path / "ours.keras")
-    with pytest.raises(ValueError, match="Lambda"):
-        keras.models.load_model(tmp_path / "ours.keras")
-    theirs = keras.models.load_model(tmp_path / "ours.keras", safe_mode=False)
-    np.testing.assert_allclose(np.asarray(theirs(x)), expected, rtol=1e-6)
-    with pytest.raises(ValueError, match="Lambda 'affine'.*safe_mode=False"):
-        kk.layers.Lambda.from_config(ours.layers[1].get_config())
-
-
 def test_get_config_of_a_subclass_without_one_is_its_arguments_as_keras():
     keras = keras_oracle.real_keras()
     configs = []

@@ -1,0 +1,84 @@
+"""How kiln traces user-written layers: the pieces of Keras 3's Layer behaviour that only
+matter for subclasses and for keras.ops between layers.
+
+- `auto_config`: a subclass without get_config() is described by its constructor arguments.
+- `layer_sources`: the layer graph looks through keras.ops results computed between layers.
+- `check_one_graph_for_training`: kiln plans one graph for fit and predict, so a call() that
+  computes other ops with training=True is refused rather than silently trained as predicted.
+"""
+
+import inspect
+
+from ...graph.symbolic import SymbolicTensor
+
+
+def auto_config(cls, args, kwargs):
+    """Keras 3's automatic config of a layer subclass (keras/src/ops/operation.py __new__):
+    its constructor arguments with defaults, when all are plain values; None otherwise."""
+    from .base_layer import flatten
+
+    try:
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    except TypeError:
+        return None
+    bound.apply_defaults()
+    config = {}
+    for key, parameter in list(bound.signature.parameters.items())[1:]:
+        value = bound.arguments.get(key)
+        if parameter.kind == parameter.VAR_KEYWORD:
+            config.update(value or {})
+        elif parameter.kind == parameter.VAR_POSITIONAL:
+            if value:
+                return None
+        else:
+            config[key] = value
+    config.pop("name", None)
+    if not all(isinstance(v, (str, int, float, bool, type(None))) for v in flatten(
+            list(config.values()))):
+        return None
+    return config
+
+
+def layer_sources(tensor):
+    """The tensors made by layer calls (or keras.Input) that `tensor` comes from: itself, or,
+    for a keras.ops result computed between layers, the sources of its op's inputs (the op
+    is part of the engine graph; the layer graph looks through it)."""
+    if tensor._keras_history is not None or tensor.node is None:
+        return [tensor]
+    return [source for t in tensor.node.inputs for source in layer_sources(t)]
+
+
+def op_kinds(outputs):
+    """The engine ops computing `outputs`, as (op class, activation / function) in a fixed
+    walk order back to tensors without a producing op."""
+    from .base_layer import flatten
+
+    kinds, seen = [], set()
+    stack = [t for t in flatten(outputs) if isinstance(t, SymbolicTensor)]
+    while stack:
+        tensor = stack.pop()
+        node = tensor.node
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        op = node.op
+        kinds.append((type(op).__name__, getattr(op, "activation", None),
+                      getattr(op, "function", None), getattr(op, "operation", None)))
+        stack.extend(node.inputs)
+    return kinds
+
+
+def check_one_graph_for_training(layer, args, kwargs, outputs):
+    """kiln plans one graph for fit and predict: a user layer whose call() takes
+    `training` (not given) must compute the same ops with training=True, which fit
+    would pass in Keras; otherwise refuse rather than train something else."""
+    if (type(layer).__module__.startswith("kiln.") or kwargs.get("training") is not None
+            or "training" not in inspect.signature(layer.call).parameters):
+        return
+    training = layer.call(*args, **{**kwargs, "training": True})
+    if op_kinds(training) != op_kinds(outputs):
+        raise NotImplementedError(
+            f"{layer.context}: call() computes other operations with training=True than "
+            "without; kiln traces one graph for fit and predict, so a call() that branches "
+            "on `training` is not supported yet (use a Dropout / GaussianNoise layer "
+            "inside it, or pass training explicitly when calling the layer)")
