@@ -120,12 +120,16 @@ def clip(x, x_min, x_max):
 
 
 def _is_number(value):
-    return isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
+    """A Python or numpy number, or a 0-d array (not a bool): a constant of the eltwise op."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, (bool,
+                                                                                 np.bool_))
 
 
 def _scalar(function, x, number, number_first):
     """`x function number` (or `number function x`) on a tensor, as one eltwise op."""
-    c = float(number)
+    c = float(np.asarray(number))
     if function == "add":
         alpha, beta, kind = 1.0, c, "linear"
     elif function == "subtract":
@@ -136,7 +140,8 @@ def _scalar(function, x, number, number_first):
         if number_first:
             alpha, beta, kind = c, -1.0, "pow"  # c * x ** -1
         else:
-            alpha, beta, kind = 1.0 / c, 0.0, "linear"
+            with np.errstate(divide="ignore"):  # x / 0 is inf or nan, as numpy and Keras
+                alpha, beta, kind = float(np.float32(1) / np.float32(c)), 0.0, "linear"
     elif function == "maximum":
         alpha, beta, kind = c, FLOAT_MAX, "clip"
     elif function == "minimum":

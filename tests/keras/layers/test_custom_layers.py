@@ -392,3 +392,23 @@ def test_a_call_branching_on_training_is_refused_not_traced_once():
         Noisy()(inputs)
     Steady()(inputs)
     Noisy(name="told")(inputs, training=False)  # told explicitly: one graph is right
+
+
+def test_a_scalar_weight_and_numpy_constants_train_with_the_right_gradient():
+    _needs_broadcast_op()
+
+    class Gain(kk.layers.Layer):
+        def build(self, input_shape):
+            self.gain = self.add_weight(shape=(), initializer="ones", name="gain")
+
+        def call(self, x):
+            return kk.ops.multiply(x, self.gain) + np.array(2.0) - x / np.float32(4)
+
+    inputs = kk.Input((3, 3, 2))
+    model = kk.Model(inputs, Gain()(inputs))
+    x = np.random.default_rng(0).random((2, 3, 3, 2), np.float32)
+    np.testing.assert_allclose(model.predict(x, verbose=0), x * 0.75 + 2, rtol=1e-6)
+    model.compile(optimizer=kk.optimizers.SGD(0.1), loss="mse")
+    model.fit(x, np.zeros_like(x), batch_size=2, verbose=0)
+    y = x * 0.75 + 2.0  # d mean(y**2) / d gain = mean(2 y x)
+    np.testing.assert_allclose(model.get_weights()[0], 1 - 0.1 * np.mean(2 * y * x), rtol=1e-5)
