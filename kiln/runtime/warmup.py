@@ -41,6 +41,7 @@ def warm_up():
     _warm_up_augmentation(model, x, y)
     _warm_up_losses_and_metrics()
     _warm_up_layers()
+    _warm_up_custom_layer()
 
 
 def _fit(model, x, y, loss, metrics=(), **compile_args):
@@ -146,3 +147,28 @@ if __name__ == "__main__":
         warnings.simplefilter("ignore")
         warm_up()
     print(f"kiln: kernels compiled and cached in {time.perf_counter() - start:.1f} s")
+
+
+def _warm_up_custom_layer():
+    """The broadcasting kernels a custom layer written with keras.ops runs: a per-channel
+    scale and offset from add_weight (the parameter gradients are sums over the broadcast
+    axes), divided by a per-image statistic (both operands broadcast)."""
+    from ..keras import Input, Model, layers, ops
+
+    class ScaleAndNormalize(layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones")
+            self.offset = self.add_weight(shape=(input_shape[-1],), initializer="zeros")
+
+        def call(self, x):
+            y = ops.add(ops.multiply(x, self.scale), self.offset)
+            energy = ops.mean(ops.square(y), axis=(1, 2), keepdims=True)
+            return ops.divide(ops.maximum(y, 0.0), ops.add(energy, 1.0))
+
+    rng = np.random.default_rng(0)
+    x = rng.random((4, 6, 6, 2), dtype=np.float32)
+    y = np.eye(2, dtype=np.float32)[[0, 1, 0, 1]]
+    inputs = Input((6, 6, 2))
+    features = ScaleAndNormalize()(layers.Conv2D(4, 3)(inputs))
+    outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
+    _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")

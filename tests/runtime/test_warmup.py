@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kiln.ops import (
     activity_regularization,
+    broadcast_kernels,
     dropout,
     eltwise,
     max_pool_dropout,
@@ -38,7 +39,8 @@ def test_warm_up_compiles_the_plan_kernels():
                noise.gaussian_noise_kernel, noise.gaussian_dropout_kernel,
                noise.channel_mask_kernel, normalization.coefficients_kernel,
                weight_penalties.penalty_kernel, weight_penalties.norm_constraint_kernel,
-               eltwise.relu_backward_of_sum_kernel, merge.extreme_backward_kernel]
+               eltwise.relu_backward_of_sum_kernel, merge.extreme_backward_kernel,
+               broadcast_kernels.elementwise_kernel, broadcast_kernels.reduce_kernel]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 
