@@ -13,6 +13,7 @@ layer's `call()` (see core.py for the dispatch, each module for what runs in a m
 
 from ...graph import symbolic
 from . import nn
+from .convolution import conv
 from .elementwise import (
     abs,
     absolute,
@@ -98,15 +99,15 @@ symbolic.OPERATORS.update({"add": add, "subtract": subtract, "multiply": multipl
                            "greater": greater, "greater_equal": greater_equal, "less": less,
                            "less_equal": less_equal})
 
-__all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "average_pool",
-           "cast", "ceil", "clip", "max_pool",
-           "concatenate", "convert_to_tensor", "cos", "divide", "dot", "einsum", "elu", "equal",
-           "erf", "exp", "expand_dims", "expm1", "floor", "floor_divide", "gelu", "getitem",
-           "greater", "greater_equal", "hard_sigmoid", "hard_silu", "hard_swish", "leaky_relu",
-           "less", "less_equal", "log", "log1p", "log_softmax", "logical_and", "logical_not",
-           "logical_or", "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum",
-           "mod", "multiply", "negative", "nn", "not_equal", "one_hot", "ones",
-           "ones_like", "power", "prod", "relu", "relu6", "reshape", "round", "rsqrt", "selu",
-           "shape", "sigmoid", "sign", "silu", "sin", "softmax", "softplus", "softsign", "split",
-           "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum", "swish", "tanh",
-           "tensordot", "transpose", "true_divide", "var", "where", "zeros", "zeros_like"]
+__all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "average_pool", "cast",
+           "ceil", "clip", "concatenate", "conv", "convert_to_tensor", "cos", "divide", "dot",
+           "einsum", "elu", "equal", "erf", "exp", "expand_dims", "expm1", "floor",
+           "floor_divide", "gelu", "getitem", "greater", "greater_equal", "hard_sigmoid",
+           "hard_silu", "hard_swish", "leaky_relu", "less", "less_equal", "log", "log1p",
+           "log_softmax", "logical_and", "logical_not", "logical_or", "logsumexp", "matmul",
+           "max", "max_pool", "maximum", "mean", "min", "minimum", "mod", "multiply", "negative",
+           "nn", "not_equal", "one_hot", "ones", "ones_like", "power", "prod", "relu", "relu6",
+           "reshape", "round", "rsqrt", "selu", "shape", "sigmoid", "sign", "silu", "sin",
+           "softmax", "softplus", "softsign", "split", "sqrt", "square", "squeeze", "stack",
+           "std", "subtract", "sum", "swish", "tanh", "tensordot", "transpose", "true_divide",
+           "var", "where", "zeros", "zeros_like"]

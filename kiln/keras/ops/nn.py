@@ -5,6 +5,7 @@ import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.softmax import Softmax
+from .convolution import conv  # noqa: F401 (keras.ops.nn.conv)
 from .core import keras_array, op_name, result
 from .elementwise import (  # noqa: F401 (keras.ops.nn.*)
     elu,

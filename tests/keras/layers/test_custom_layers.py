@@ -267,7 +267,8 @@ def test_get_config_of_a_subclass_without_one_is_its_arguments_as_keras():
 # -- weights and tensors as broadcast operands (the engine's BroadcastBinary) ---------------------
 def scale_and_bias_layer(K):
     class ScaleAndBias(K.layers.Layer):
-        """A learned per-channel scale (L2-regularized) and a frozen per-channel offset."""
+        """A 2x2 convolution with its own kernel, then a learned per-channel scale
+        (L2-regularized), bias and a frozen per-channel offset."""
 
         def __init__(self, data_format="channels_last", **kwargs):
             super().__init__(**kwargs)
@@ -282,9 +283,11 @@ def scale_and_bias_layer(K):
             self.bias = self.add_weight(shape=shape, initializer="random_normal", name="bias")
             self.offset = self.add_weight(shape=shape, initializer="random_uniform",
                                           trainable=False, name="offset")
+            self.mixer = self.add_weight(shape=(2, 2, channels, channels), name="mixer")
 
         def call(self, x):
-            return K.ops.add(K.ops.multiply(x, self.scale), self.bias) - self.offset
+            mixed = K.ops.conv(x, self.mixer, padding="same", data_format=self.data_format)
+            return K.ops.add(K.ops.multiply(mixed, self.scale), self.bias) - self.offset
 
     return ScaleAndBias
 

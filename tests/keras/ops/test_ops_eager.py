@@ -22,6 +22,7 @@ INTS = np.array([[0, 2, 1], [1, 0, 2]], dtype=np.int32)
 M1 = RNG.standard_normal((3, 4)).astype(np.float32)
 M2 = RNG.standard_normal((4, 5)).astype(np.float32)
 IMAGES = RNG.standard_normal((2, 5, 6, 3)).astype(np.float32)
+KERNEL = RNG.standard_normal((3, 2, 3, 4)).astype(np.float32)
 
 # (function name, positional arguments, keyword arguments)
 CASES = [
@@ -83,6 +84,11 @@ CASES = [
     ("average_pool", (IMAGES, 3), {"strides": 2, "padding": "same",
                                    "data_format": "channels_last"}),
     ("average_pool", (IMAGES, 2), {"strides": (2, 1), "data_format": "channels_first"}),
+    # convolution
+    ("conv", (IMAGES, KERNEL), {"data_format": "channels_last"}),
+    ("conv", (IMAGES, KERNEL), {"strides": 2, "padding": "same",
+                                "data_format": "channels_last"}),
+    ("conv", (IMAGES, KERNEL), {"dilation_rate": (2, 1), "data_format": "channels_last"}),
 ]
 
 
