@@ -97,6 +97,12 @@ binary_max = 131058
 binary_min = 131059
 binary_div = 131060
 binary_sub = 131061
+binary_ge = 131062
+binary_gt = 131063
+binary_le = 131064
+binary_lt = 131065
+binary_eq = 131066
+binary_ne = 131067
 reduction_sum = 196596
 
 # dnnl_normalization_flags_t (batch normalization)

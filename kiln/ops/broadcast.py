@@ -1,11 +1,14 @@
 """BroadcastBinary: x0 (op) x1 with numpy broadcasting, the engine behind keras.ops.add,
 subtract, multiply, divide, maximum, minimum and power (and a custom layer's learned scale or
-bias).
+bias), and the comparisons equal, not_equal, greater, greater_equal, less, less_equal (float32
+1.0 / 0.0, the way Keras's bool result is used in arithmetic; their gradient is 0 to both
+inputs, as a step function's almost everywhere).
 
 Shape rule: numpy's, over logical dims of equal rank ((N, C, H, W) for 4D whatever the data
 format): axes of size 1 broadcast. The second operand is either a tensor (arity None: two
-inputs) or a trainable parameter the op owns (arity 1; `operand` = (short name, logical dims
-with 1 on the broadcast axes, tag of its Keras layout)).
+inputs), a trainable parameter the op owns (arity 1; `operand` = (short name, logical dims
+with 1 on the broadcast axes, tag of its Keras layout)), or a number (arity 1; `constant`:
+a one-element buffer of the plan, x > 0).
 
 Forward: one oneDNN binary call with the full-size operand as src0 in its own layout (blocked
 from a conv or plain) and the other as src1 in the layout the primitive picks for it (so a
@@ -27,7 +30,7 @@ sum of nhwc and blocked layouts (see broadcast_kernels.py).
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
+from ..binding.memory import Memory, MemoryDesc, layout_key
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from . import broadcast_kernels as kernels
 from .base import Op
@@ -35,13 +38,20 @@ from .merge import linear, needed
 from .numba_config import THREADS
 from .tensor import CHANNELS_LAST, Tensor
 
-OPERATIONS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power")
+COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
+OPERATIONS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
+              *COMPARISONS)
 ALGORITHMS = {"add": dnnl.binary_add, "subtract": dnnl.binary_sub,
               "multiply": dnnl.binary_mul, "divide": dnnl.binary_div,
-              "maximum": dnnl.binary_max, "minimum": dnnl.binary_min}
+              "maximum": dnnl.binary_max, "minimum": dnnl.binary_min,
+              "equal": dnnl.binary_eq, "not_equal": dnnl.binary_ne,
+              "greater": dnnl.binary_gt, "greater_equal": dnnl.binary_ge,
+              "less": dnnl.binary_lt, "less_equal": dnnl.binary_le}
 # ops whose operands may be swapped so the full-size one is oneDNN's src0 (subtract too, with
-# the result negated by a post-op)
-SWAPPABLE = {"add", "multiply", "maximum", "minimum", "subtract"}
+# the result negated by a post-op; an order comparison as its mirror image, x0 > x1 = x1 < x0)
+SWAPPABLE = {"add", "multiply", "maximum", "minimum", "subtract", *COMPARISONS}
+MIRRORED = {"greater": "less", "less": "greater", "greater_equal": "less_equal",
+            "less_equal": "greater_equal"}
 
 
 def broadcast_dims(label, first, second):
@@ -75,21 +85,26 @@ class BroadcastBinary(Op):
         operand: None (two input tensors, x[0] (op) x[1]), or (short name, logical dims,
             Keras tag) of a trainable parameter: x (op) parameter, the parameter named
             "<name>/<short name>".
+        constant: None, or a number: x (op) constant (operand must be None).
     """
 
-    def __init__(self, name, operation, operand=None):
+    def __init__(self, name, operation, operand=None, constant=None):
         if operation not in OPERATIONS:
             raise ValueError(f"BroadcastBinary '{name}': argument operation must be one of "
                              f"{list(OPERATIONS)}, got {operation!r}")
+        if operand is not None and constant is not None:
+            raise ValueError(f"BroadcastBinary '{name}': takes operand or constant, not both")
         self.name = name
         self.operation = operation
         self.operand = None
+        self.constant = None if constant is None else float(constant)
         if operand is not None:
             short, dims, tag = operand
             self.operand = (str(short), tuple(int(d) for d in dims), tag)
-        self.arity = None if operand is None else 1
+        self.arity = None if operand is None and constant is None else 1
         # a parameter of batch 1 is the same for every image: the op may run in sub-batches
-        self.per_image = self.operand is not None and self.operand[1][0] == 1
+        self.per_image = (self.operand is not None and self.operand[1][0] == 1
+                          or self.constant is not None)
 
     @property
     def label(self):
@@ -106,6 +121,8 @@ class BroadcastBinary(Op):
         return {short: (dims, tag)}
 
     def output_dims(self, input_dims):
+        if self.constant is not None:
+            return tuple(input_dims)
         if self.operand is not None:
             return broadcast_dims(self.label, input_dims, self.operand[1])
         if len(input_dims) != 2:
@@ -114,11 +131,18 @@ class BroadcastBinary(Op):
 
     # -- forward --------------------------------------------------------------------------
     def forward(self, builder, x, need_input_grad=None):
-        if self.operand is None:
+        if self.arity is None:
             tensors = list(x)
             self.output_dims([t.dims for t in tensors])
             need = needed(need_input_grad, 2)
             dims = [tuple(t.dims) for t in tensors]
+        elif self.constant is not None:
+            ones = (1,) * len(x.dims)
+            value = Memory(MemoryDesc.with_tag(ones, dnnl.f32))  # the plan's, never pooled
+            value.as_array()[:] = self.constant
+            tensors = [x, Tensor(value, x.data_format, x.flattened)]
+            need = [need_input_grad is not False, False]
+            dims = [tuple(x.dims), ones]
         else:
             tensors = [x]
             need = [need_input_grad is not False, builder.wants_grad(self.parameter_name)]
@@ -185,9 +209,10 @@ class _Planned:
         desc = self.source_desc(big)
         swapped_subtract = big == 1 and op.operation == "subtract"
         post = ((dnnl.eltwise_linear, -1.0, 0.0),) if swapped_subtract else ()
+        operation = MIRRORED.get(op.operation, op.operation) if big == 1 else op.operation
         # a broadcast operand goes where the primitive wants it (8-lane blocks for nChw8c)
         small_desc = desc if self.full[small] else MemoryDesc.any(self.dims[small])
-        primitive = _binary(builder, op.operation, desc, small_desc, post, op.label)
+        primitive = _binary(builder, operation, desc, small_desc, post, op.label)
         if primitive.pd.implementation.startswith("ref"):
             return False
         self.memories[big] = self.tensors[big].memory
@@ -235,9 +260,12 @@ class _Planned:
         builder, op = self.builder, self.op
         wanted = [need[0], need[1]]
         if not any(wanted):
-            return None if op.operand is not None else [None, None]
+            return None if op.arity == 1 else [None, None]
         grads = [None, None]
         grad = output_grad
+        if op.operation in COMPARISONS:
+            grads = [self._zero_grad(i) if wanted[i] else None for i in (0, 1)]
+            return grads[0] if op.arity == 1 else grads
         if op.operation not in ("add", "subtract") or kernels.physical_axes(grad.desc) is None:
             # the local derivatives read the operands: the gradient joins their layout
             grad = builder.reorder(output_grad, self._work_desc(),
@@ -248,9 +276,20 @@ class _Planned:
                 grads[index] = self._input_grad(index, grad)
         if grads[0] is not None and grads[0] is grads[1]:
             builder.share(grads[0])
-        if op.operand is not None:
+        if op.arity == 1:
             return grads[0]
         return grads
+
+    def _zero_grad(self, index):
+        """A comparison's gradient: zeros in the operand's layout (or the parameter's)."""
+        builder, op = self.builder, self.op
+        if op.operand is not None and index == 1:
+            target = builder.param_grad(op.parameter_name, self.memories[1].desc)
+        else:
+            target = builder.allocate(self.tensors[index].memory.desc)
+        builder.add_backward(builder.memory_kernel(kernels.zero_kernel, (target,),
+                                                   f"{op.name} backward {index} zeros"))
+        return target
 
     def _work_desc(self):
         """The backward's full-size layout: the output's, or plain if it has padding."""

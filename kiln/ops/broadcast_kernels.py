@@ -39,8 +39,12 @@ EXTREME_SHARE_SECOND = 8     # z * (y > x) + z / 2 * (x == y)
 POWER = 9                    # x ** y
 POWER_GRAD_BASE = 10         # z * y * x ** (y - 1), 0 where y == 0 (as JAX)
 POWER_GRAD_EXPONENT = 11     # z * log(x) * x ** y, with log(0) taken as 0 (as JAX)
+# comparisons: 1.0 where true, else 0.0 (Keras's bool tensor as kiln's float32 one)
+EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL = 12, 13, 14, 15, 16, 17
 CODES = {"add": ADD, "subtract": SUBTRACT, "multiply": MULTIPLY, "divide": DIVIDE,
-         "maximum": MAXIMUM, "minimum": MINIMUM, "power": POWER}
+         "maximum": MAXIMUM, "minimum": MINIMUM, "power": POWER, "equal": EQUAL,
+         "not_equal": NOT_EQUAL, "greater": GREATER, "greater_equal": GREATER_EQUAL,
+         "less": LESS, "less_equal": LESS_EQUAL}
 
 
 def physical_axes(desc):
@@ -195,7 +199,24 @@ def _apply(code, u, v, w):
         return u ** v
     if code == POWER_GRAD_BASE:
         return F(0.0) if v == 0 else w * v * u ** (v - F(1.0))
+    if code >= EQUAL:
+        return _compare(code, u, v)
     return w * np.log(F(1.0) if u == 0 else u) * u ** v
+
+
+@njit(**SERIAL)
+def _compare(code, u, v):
+    if code == EQUAL:
+        return F(u == v)
+    if code == NOT_EQUAL:
+        return F(u != v)
+    if code == GREATER:
+        return F(u > v)
+    if code == GREATER_EQUAL:
+        return F(u >= v)
+    if code == LESS:
+        return F(u < v)
+    return F(u <= v)
 
 
 @njit(**SERIAL)
@@ -319,3 +340,10 @@ def reduce_kernel(out, g, m, scale, shape, strides, partials):
         for t in range(ranges):
             total += partials[t, U(i)]
         out[U(i)] = scale * total
+
+
+@njit(**PARALLEL)
+def zero_kernel(out):
+    """out = 0: the gradient of a comparison (a step function) with respect to its inputs."""
+    for i in prange(out.size):
+        out[U(i)] = F(0.0)

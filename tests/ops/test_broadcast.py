@@ -9,11 +9,12 @@ from multi_input_checker import MultiInputHarness, check_multi_input_op
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op
 
 from kiln.binding import constants as dnnl
-from kiln.ops.broadcast import OPERATIONS, BroadcastBinary
+from kiln.ops.broadcast import COMPARISONS, OPERATIONS, BroadcastBinary
 from kiln.ops.tensor import keras_shape
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
-SIGNED = [op for op in OPERATIONS if op != "power"]  # power is tested on positive bases
+# power is tested on positive bases, the comparisons on their own
+SIGNED = [op for op in OPERATIONS if op != "power" and op not in COMPARISONS]
 N, C, H, W = 2, 3, 4, 5
 
 # (name, logical dims of x0, logical dims of x1): (N, C, H, W) whatever the data format
@@ -226,3 +227,63 @@ def test_per_channel_gradient_of_short_lines(layout, operation):
         reference_grads=lambda xs, p, dy: list(gradient_reference(operation, *xs, dy)),
         layouts={} if layout is None else {0: layout}, numeric=False, rtol=1e-5, atol=1e-5,
         grad_rtol=1e-4, grad_atol=1e-4)
+
+
+COMPARED = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
+            "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal}
+
+
+def tied_operands(dims0, dims1, data_format, seed):
+    """Two operands on a coarse grid (-1, -0.5, ..., 1): many ties, for equal and the >=."""
+    rng = np.random.default_rng(seed)
+    shapes = [keras(dims0, data_format), keras(dims1, data_format)]
+    xs = [(rng.integers(-2, 3, shape) * 0.5).astype(np.float32) for shape in shapes]
+    return xs, rng.normal(size=np.broadcast_shapes(*shapes)).astype(np.float32)
+
+
+def compared(operation):
+    return lambda xs, p: COMPARED[operation](*xs).astype(np.float64)
+
+
+def zero_grads(xs, p, dy):
+    return [np.zeros_like(x) for x in xs]
+
+
+@pytest.mark.parametrize("data_format", FORMATS)
+@pytest.mark.parametrize("pair", [PAIRS[i] for i in (0, 1, 2, 3, 7, 8, 9)],
+                         ids=lambda p: p[0])
+def test_comparisons_give_one_and_zero_and_no_gradient(pair, data_format):
+    """Every comparison (oneDNN binary, or the numba kernel where x0 is broadcast or oneDNN
+    has its reference kernel) is 1.0 where numpy's is True, 0.0 elsewhere, ties included;
+    both inputs get a zero gradient."""
+    name, dims0, dims1 = pair
+    if len(dims0) != 4 and data_format == CHANNELS_FIRST:
+        pytest.skip("only 4D tensors have two layouts")
+    xs, dy = tied_operands(dims0, dims1, data_format, seed=len(name))
+    for operation in COMPARISONS:
+        result, _ = check_multi_input_op(
+            BroadcastBinary(f"{operation}_op", operation), xs, dy, compared(operation),
+            data_format=data_format, reference_grads=zero_grads, numeric=False, atol=0)
+        assert 0 < result.output.sum() < result.output.size, "a test without both outcomes"
+
+
+def test_comparison_gradient_is_zero_by_central_differences():
+    """Away from ties a comparison is flat: central differences of both inputs are 0 too."""
+    xs, dy = operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=2)
+    check_multi_input_op(BroadcastBinary("gt", "greater"), xs, dy, compared("greater"),
+                         reference_grads=zero_grads, layouts={0: dnnl.aBcd8b}, entries=4)
+
+
+def test_comparison_with_a_parameter_and_with_a_constant():
+    """x >= a learned per-channel threshold (its gradient: zeros), and x < 0.5 (a constant
+    operand of the plan, no second input)."""
+    (x, threshold), dy = tied_operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=5)
+    op = BroadcastBinary("gate", "greater_equal", ("threshold", (1, C, 1, 1), dnnl.acdb))
+    check_op(op, x, {"gate/threshold": threshold[0]}, dy,
+             lambda x, p: (x >= p["gate/threshold"][None]).astype(np.float64), CHANNELS_LAST,
+             reference_grads=lambda x, p, dy: (np.zeros_like(x), {
+                 "gate/threshold": np.zeros_like(p["gate/threshold"])}), numeric=False)
+    for data_format in FORMATS:
+        check_op(BroadcastBinary("lt", "less", constant=0.5), x, {}, dy,
+                 lambda x, p: (x < 0.5).astype(np.float64), data_format,
+                 reference_grads=lambda x, p, dy: (np.zeros_like(x), {}), numeric=False)

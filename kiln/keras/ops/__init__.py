@@ -13,6 +13,7 @@ layer's `call()` (see core.py for the dispatch, each module for what runs in a m
 
 from ...graph import symbolic
 from . import nn
+from .comparisons import equal, greater, greater_equal, less, less_equal, not_equal
 from .convolution import conv
 from .elementwise import (
     abs,
@@ -23,21 +24,16 @@ from .elementwise import (
     cos,
     divide,
     elu,
-    equal,
     erf,
     exp,
     expm1,
     floor,
     floor_divide,
     gelu,
-    greater,
-    greater_equal,
     hard_sigmoid,
     hard_silu,
     hard_swish,
     leaky_relu,
-    less,
-    less_equal,
     log,
     log1p,
     logical_and,
@@ -48,7 +44,6 @@ from .elementwise import (
     mod,
     multiply,
     negative,
-    not_equal,
     power,
     relu,
     relu6,

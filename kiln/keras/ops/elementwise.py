@@ -194,12 +194,6 @@ def _eager_only(name, numpy_function, float_result=False):
     return run
 
 
-equal = _eager_only("equal", np.equal)
-not_equal = _eager_only("not_equal", np.not_equal)
-greater = _eager_only("greater", np.greater)
-greater_equal = _eager_only("greater_equal", np.greater_equal)
-less = _eager_only("less", np.less)
-less_equal = _eager_only("less_equal", np.less_equal)
 logical_and = _eager_only("logical_and", np.logical_and)
 logical_or = _eager_only("logical_or", np.logical_or)
 logical_not = _eager_only("logical_not", np.logical_not)

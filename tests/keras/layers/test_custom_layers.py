@@ -209,15 +209,9 @@ def test_numpy_on_a_symbolic_tensor_names_the_layer_and_keras_ops():
         def call(self, x):
             return x if x else -x
 
-    class Compares(kk.layers.Layer):
-        def call(self, x):
-            return x * (x > 0)
-
     inputs = kk.Input((4,))
     with pytest.raises(TypeError, match=r"Branches 'branches': bool\(\).*keras.ops"):
         Branches()(inputs)
-    with pytest.raises(NotImplementedError, match=r"Compares 'compares': keras.ops.greater"):
-        Compares()(inputs)
     with pytest.raises(TypeError, match=r"NumpySum 'summer': numpy.sum .*use keras.ops"):
         NumpySum(name="summer")(inputs)
     with pytest.raises(TypeError, match=r"NumpyExp 'numpy_exp': numpy.exp .*keras.ops"):
