@@ -41,6 +41,10 @@ POWER_GRAD_BASE = 10         # z * y * x ** (y - 1), 0 where y == 0 (as JAX)
 POWER_GRAD_EXPONENT = 11     # z * log(x) * x ** y, with log(0) taken as 0 (as JAX)
 # comparisons: 1.0 where true, else 0.0 (Keras's bool tensor as kiln's float32 one)
 EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL = 12, 13, 14, 15, 16, 17
+# where (select.py): x is the condition, true where non-zero (nan too, as numpy's bool())
+SELECT = 18                  # y if x else z
+SELECT_FIRST = 19            # y if x else 0          (the gradient of where's x1: y = dy)
+SELECT_SECOND = 20           # 0 if x else y          (the gradient of where's x2)
 CODES = {"add": ADD, "subtract": SUBTRACT, "multiply": MULTIPLY, "divide": DIVIDE,
          "maximum": MAXIMUM, "minimum": MINIMUM, "power": POWER, "equal": EQUAL,
          "not_equal": NOT_EQUAL, "greater": GREATER, "greater_equal": GREATER_EQUAL,
@@ -199,6 +203,12 @@ def _apply(code, u, v, w):
         return u ** v
     if code == POWER_GRAD_BASE:
         return F(0.0) if v == 0 else w * v * u ** (v - F(1.0))
+    if code == SELECT:
+        return v if u != 0 else w
+    if code == SELECT_FIRST:
+        return v if u != 0 else F(0.0)
+    if code == SELECT_SECOND:
+        return F(0.0) if u != 0 else v
     if code >= EQUAL:
         return _compare(code, u, v)
     return w * np.log(F(1.0) if u == 0 else u) * u ** v

@@ -13,7 +13,7 @@ layer's `call()` (see core.py for the dispatch, each module for what runs in a m
 
 from ...graph import symbolic
 from . import nn
-from .comparisons import equal, greater, greater_equal, less, less_equal, not_equal
+from .comparisons import equal, greater, greater_equal, less, less_equal, not_equal, where
 from .convolution import conv
 from .elementwise import (
     abs,
@@ -62,7 +62,6 @@ from .elementwise import (
     swish,
     tanh,
     true_divide,
-    where,
 )
 from .linear_algebra import dot, einsum, matmul, tensordot
 from .nn import log_softmax, softmax

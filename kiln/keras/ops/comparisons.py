@@ -1,4 +1,5 @@
-"""keras.ops comparisons: equal, not_equal, greater, greater_equal, less, less_equal.
+"""keras.ops comparisons (equal, not_equal, greater, greater_equal, less, less_equal) and
+where, which selects by a condition.
 
 Eagerly numpy's (bool arrays, as Keras). Inside a model the engine's BroadcastBinary with
 oneDNN binary's comparison algorithms (numba where oneDNN has only its reference kernel): the
@@ -6,14 +7,26 @@ result is float32 1.0 / 0.0, the way a Keras bool tensor is used in arithmetic
 (`x * ops.cast(x > 0, "float32")`), and it has a zero gradient to both operands. A Python
 number operand (`x > 0`) is a constant of the op; a number or weight first is the mirror
 comparison (`0 < x` is `x > 0`).
+
+where(condition, x1, x2) in a model is the engine's Select (numpy broadcasting; the condition
+true where non-zero; x1 and x2 may be Python numbers: where(x > 0, x, 0.0)).
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.broadcast import BroadcastBinary
-from .binary import binary
-from .core import eager_operand, is_symbolic, op_name, result
+from ...ops.select import Select
+from .binary import binary, broadcast_shape
+from .core import (
+    eager_operand,
+    is_symbolic,
+    keras_array,
+    keras_axes_to_logical,
+    not_in_model,
+    op_name,
+    result,
+)
 
 NUMPY = {"equal": np.equal, "not_equal": np.not_equal, "greater": np.greater,
          "greater_equal": np.greater_equal, "less": np.less, "less_equal": np.less_equal}
@@ -53,3 +66,31 @@ greater = COMPARISONS["greater"]
 greater_equal = COMPARISONS["greater_equal"]
 less = COMPARISONS["less"]
 less_equal = COMPARISONS["less_equal"]
+
+
+def where(condition, x1=None, x2=None):
+    if x1 is None and x2 is None:
+        if is_symbolic(condition):
+            not_in_model("where", "the one-argument form (the indices of the non-zero "
+                                  "entries have a data-dependent shape)")
+        return tuple(result(i) for i in np.nonzero(keras_array(condition)))
+    if not is_symbolic(condition, x1, x2):
+        return result(np.where(keras_array(condition), eager_operand(x1), eager_operand(x2)))
+    operands = (condition, x1, x2)
+    tensors = [v for v in operands if isinstance(v, SymbolicTensor)]
+    constants = {}
+    for index, value in enumerate(operands):
+        if _is_number(value):
+            constants[index] = float(np.asarray(value))
+        elif not isinstance(value, SymbolicTensor):
+            not_in_model("where", f"a {type(value).__name__} operand (argument "
+                                  f"{('condition', 'x1', 'x2')[index]}); inside a model its "
+                                  "operands are tensors or Python numbers")
+    shape = tensors[0].shape[1:]
+    for tensor in tensors[1:]:
+        shape = broadcast_shape("where", shape, tensor.shape[1:])
+    if len({len(t.shape) for t in tensors}) > 1:
+        not_in_model("where", "broadcasting " + " with ".join(str(t.shape) for t in tensors))
+    for tensor in tensors:
+        keras_axes_to_logical(tensor)  # refuses flattened tensors
+    return apply(Select(op_name("where"), constants), tensors)

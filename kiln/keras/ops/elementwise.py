@@ -214,11 +214,3 @@ def rsqrt(x):
     if isinstance(x, SymbolicTensor):
         return apply(Unary(op_name("rsqrt"), "pow", 1.0, -0.5), x)
     return result(1.0 / np.sqrt(keras_array(x)), True)
-
-
-def where(condition, x1=None, x2=None):
-    if is_symbolic(condition, x1, x2):
-        not_in_model("where")
-    if x1 is None and x2 is None:
-        return tuple(result(i) for i in np.nonzero(keras_array(condition)))
-    return result(np.where(keras_array(condition), eager_operand(x1), eager_operand(x2)))

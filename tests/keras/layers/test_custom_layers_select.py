@@ -43,12 +43,55 @@ def gate_layer(K):
     return Gate
 
 
-def test_comparisons_in_a_custom_layer_after_conv2d_train_as_keras():
+def select_layer(K):
+    class Select(K.layers.Layer):
+        """keras.ops.where: a leaky relu, the image's channel mean where the input is below
+        it (x1 broadcast: its gradient is summed), a sign flip by a per-image condition, and
+        a number operand."""
+
+        def call(self, x):
+            pooled = K.ops.mean(x, axis=(1, 2), keepdims=True)
+            leaky = K.ops.where(x > 0, x, x * 0.1)
+            floored = K.ops.where(K.ops.less(x, pooled), pooled, x)
+            flipped = K.ops.where(pooled > 0, x, -x)
+            return leaky + floored + flipped + K.ops.where(x < -0.2, 1.0, x)
+
+    return Select
+
+
+@pytest.mark.parametrize("layer", [gate_layer, select_layer], ids=["comparisons", "where"])
+def test_custom_layers_after_conv2d_train_as_keras(layer):
     def build(K):
         inputs = K.Input((5, 5, 2))
         x = K.layers.Conv2D(8, 3)(inputs)
-        x = gate_layer(K)(name="gate")(x)
+        x = layer(K)(name="custom")(x)
         x = K.layers.Flatten()(x)
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
 
     check_against_keras(build, optimizers=("sgd",), steps=1, training_forward=False)
+
+
+def test_what_where_cannot_do_inside_a_model_is_refused_by_name():
+    from kiln import keras as kk
+
+    class WeightElse(kk.layers.Layer):
+        def build(self, input_shape):
+            self.fallback = self.add_weight(shape=(4,), name="fallback")
+
+        def call(self, x):
+            return kk.ops.where(x > 0, x, self.fallback)
+
+    class Indices(kk.layers.Layer):
+        def call(self, x):
+            return kk.ops.where(x > 0)[0]
+
+    inputs = kk.Input((4,))
+    with pytest.raises(NotImplementedError,
+                       match=r"WeightElse 'weight_else': keras.ops.where .*Weight operand "
+                             r"\(argument x2\)"):
+        WeightElse()(inputs)
+    with pytest.raises(NotImplementedError, match=r"Indices 'indices': keras.ops.where .*"
+                                                  "one-argument form"):
+        Indices()(inputs)
+    with pytest.raises(ValueError, match=r"keras.ops.where: shapes \(4,\) and \(3,\)"):
+        kk.ops.where(inputs > 0, inputs, kk.Input((3,)))
