@@ -91,3 +91,10 @@ def test_windows_outside_the_input_are_named():
         Slice("cut", (0, 3, 0, 0), (None, 3, 5, 5)).output_dims((2, 4, 5, 5))
     with pytest.raises(ValueError, match="Slice 'cut': arguments starts and sizes"):
         Slice("cut", (1, 0), (None, 2))
+
+
+def test_two_windows_of_equal_dims_at_other_offsets_are_two_primitives():
+    """A reorder primitive is made for one offset: the second window must not reuse the
+    first one's from the process cache (its descriptor's layout is the same)."""
+    check((2, 6, 4, 5), (0, 0, 0, 0), (None, 3, 4, 5), numeric=False)
+    check((2, 6, 4, 5), (0, 3, 0, 0), (None, 3, 4, 5), numeric=False)

@@ -72,19 +72,17 @@ from .shapes import (
     concatenate,
     convert_to_tensor,
     expand_dims,
-    getitem,
     one_hot,
     ones,
     ones_like,
     reshape,
     shape,
-    split,
     squeeze,
-    stack,
     transpose,
     zeros,
     zeros_like,
 )
+from .slicing import getitem, slice, split, stack
 
 # Python operators on symbolic tensors (x * 2, x + self.bias, x[...]) are these functions
 symbolic.OPERATORS.update({"add": add, "subtract": subtract, "multiply": multiply,
@@ -101,7 +99,7 @@ __all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "averag
            "log_softmax", "logical_and", "logical_not", "logical_or", "logsumexp", "matmul",
            "max", "max_pool", "maximum", "mean", "min", "minimum", "mod", "multiply", "negative",
            "nn", "not_equal", "one_hot", "ones", "ones_like", "power", "prod", "relu", "relu6",
-           "reshape", "round", "rsqrt", "selu", "shape", "sigmoid", "sign", "silu", "sin",
+           "reshape", "round", "rsqrt", "selu", "shape", "sigmoid", "sign", "silu", "sin", "slice",
            "softmax", "softplus", "softsign", "split", "sqrt", "square", "squeeze", "stack",
            "std", "subtract", "sum", "swish", "tanh", "tensordot", "transpose", "true_divide",
            "var", "where", "zeros", "zeros_like"]

@@ -1,9 +1,10 @@
 """keras.ops functions that move values around: reshape, transpose, expand_dims, squeeze,
-concatenate, stack, split, slicing, cast, ones_like / zeros_like, one_hot, convert_to_tensor.
+concatenate, cast, ones_like / zeros_like, one_hot, convert_to_tensor (slicing, split and
+stack: slicing.py).
 
 Inside a model the batch axis stays where it is: reshape / expand_dims / squeeze are the
 engine's Reshape, transpose its Permute, concatenate its Concatenate (on the logical axis of
-the Keras axis); stack, split and slicing have no engine op yet.
+the Keras axis).
 """
 
 import numpy as np
@@ -90,24 +91,6 @@ def concatenate(xs, axis=0):
         logical = keras_axes_to_logical(xs[0])[keras_axis]
         return apply(Concatenate(op_name("concatenate"), logical), list(xs))
     return result(np.concatenate([keras_array(x) for x in xs], axis=axis))
-
-
-def stack(x, axis=0):
-    if is_symbolic(*x):
-        not_in_model("stack")
-    return result(np.stack([keras_array(a) for a in x], axis=axis))
-
-
-def split(x, indices_or_sections, axis=0):
-    if isinstance(x, SymbolicTensor):
-        not_in_model("split")
-    return [result(part) for part in np.split(keras_array(x), indices_or_sections, axis)]
-
-
-def getitem(x, key):
-    if isinstance(x, SymbolicTensor):
-        not_in_model("slicing (x[...])")
-    return result(keras_array(x)[key])
 
 
 def cast(x, dtype):
