@@ -141,18 +141,11 @@ def _warm_up_augmentation(model, x, y):
         model.fit(flow, epochs=1, verbose=0)
 
 
-if __name__ == "__main__":
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        warm_up()
-    print(f"kiln: kernels compiled and cached in {time.perf_counter() - start:.1f} s")
-
-
 def _warm_up_custom_layer():
     """The broadcasting kernels a custom layer written with keras.ops runs: a per-channel
     scale and offset from add_weight (the parameter gradients are sums over the broadcast
-    axes), divided by a per-image statistic (both operands broadcast)."""
+    axes), divided by a per-image statistic (both operands broadcast), a comparison and a
+    where (their zero gradients), a slice and a split (oneDNN reorders, no kernel)."""
     from ..keras import Input, Model, layers, ops
 
     class ScaleAndNormalize(layers.Layer):
@@ -163,6 +156,9 @@ def _warm_up_custom_layer():
         def call(self, x):
             y = ops.add(ops.multiply(x, self.scale), self.offset)
             energy = ops.mean(ops.square(y), axis=(1, 2), keepdims=True)
+            y = ops.where(y > energy, y, ops.multiply(y, 0.5))
+            low, high = ops.split(y[:, 1:], 2, axis=-1)
+            y = ops.concatenate([y[:, :1], ops.concatenate([high, low], axis=-1)], axis=1)
             return ops.divide(ops.maximum(y, 0.0), ops.add(energy, 1.0))
 
     rng = np.random.default_rng(0)
@@ -172,3 +168,11 @@ def _warm_up_custom_layer():
     features = ScaleAndNormalize()(layers.Conv2D(4, 3)(inputs))
     outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
     _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm_up()
+    print(f"kiln: kernels compiled and cached in {time.perf_counter() - start:.1f} s")
