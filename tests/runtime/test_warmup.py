@@ -40,7 +40,8 @@ def test_warm_up_compiles_the_plan_kernels():
                noise.channel_mask_kernel, normalization.coefficients_kernel,
                weight_penalties.penalty_kernel, weight_penalties.norm_constraint_kernel,
                eltwise.relu_backward_of_sum_kernel, merge.extreme_backward_kernel,
-               broadcast_kernels.elementwise_kernel, broadcast_kernels.reduce_kernel]
+               broadcast_kernels.elementwise_kernel, broadcast_kernels.reduce_kernel,
+               broadcast_kernels.zero_kernel]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 
