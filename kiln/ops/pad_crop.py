@@ -9,11 +9,17 @@ buffer of its own whose border stays zero, handed on as shared so that no consum
 into it in place.
 """
 
+import ctypes
+
 from ..binding import constants as dnnl
+from ..binding.errors import check
+from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc, layout_key
 from ..binding.primitive import reorder_pd
 from .base import Op
 from .concatenate import submemory
+
+SUBMEMORY_OFFSET = 259  # dnnl_query_submemory_offset_s64
 
 # formats an input may come in; an output of other dims is made in the same one
 _TAGS = (dnnl.acdb, dnnl.abcd, dnnl.aBcd16b, dnnl.aBcd8b, dnnl.aBcd4b)
@@ -27,10 +33,21 @@ def same_format(desc, dims):
     return MemoryDesc.with_tag(dims, desc.data_type, dnnl.acdb)
 
 
+def window_offset(desc):
+    """The element offset of a window's descriptor in its buffer (0 for a whole buffer)."""
+    value = ctypes.c_int64()
+    check(lib.dnnl_memory_desc_query(desc.handle, SUBMEMORY_OFFSET, ctypes.byref(value)),
+          "md submemory offset")
+    return value.value
+
+
 def copy(builder, source, target, label, backward=False):
-    """Add a reorder source -> target (either may be a window of a larger buffer)."""
-    primitive = builder.primitive(("reorder", layout_key(source.desc), layout_key(target.desc)),
-                                  lambda: reorder_pd(source.desc, target.desc))
+    """Add a reorder source -> target (either may be a window of a larger buffer). The
+    windows' offsets are part of the cache key: layout_key leaves them out, and a reorder
+    primitive is made for one offset (two crops of equal size are two primitives)."""
+    key = ("reorder", layout_key(source.desc), layout_key(target.desc),
+           window_offset(source.desc), window_offset(target.desc))
+    primitive = builder.primitive(key, lambda: reorder_pd(source.desc, target.desc))
     call = builder.bind(primitive, {dnnl.ARG_FROM: source, dnnl.ARG_TO: target}, label)
     (builder.add_backward if backward else builder.add_forward)(call)
 

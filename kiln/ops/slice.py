@@ -9,27 +9,15 @@ to its plain layout first.
 Backward: a buffer of the input's dims and bytes of its own, zeroed once when allocated; each
 step one reorder writes the output gradient into its window, so the rest stays zero without a
 pass over it (as Cropping2D, pad_crop.py). It is handed on as shared so that no consumer
-writes into it in place.
+writes into it in place. (pad_crop.copy keys its reorder primitives with the windows'
+offsets: two windows of equal dims elsewhere are two primitives.)
 """
 
-from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import reorder_pd
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .broadcast import plain_desc
 from .concatenate import submemory
-from .pad_crop import same_format, window
-
-
-def copy(builder, source, target, offsets, label, backward=False):
-    """A reorder source -> target where one of them is a window at `offsets`. The offsets are
-    part of the primitive's cache key: layout_key leaves a sub-memory's offset out, and a
-    reorder primitive is made for one offset (two windows of equal dims are two primitives)."""
-    key = ("reorder window", layout_key(source.desc), layout_key(target.desc), offsets,
-           backward)
-    primitive = builder.primitive(key, lambda: reorder_pd(source.desc, target.desc))
-    call = builder.bind(primitive, {dnnl.ARG_FROM: source, dnnl.ARG_TO: target}, label)
-    (builder.add_backward if backward else builder.add_forward)(call)
+from .pad_crop import copy, same_format, window
 
 
 class Slice(Op):
@@ -73,8 +61,7 @@ class Slice(Op):
             desc = MemoryDesc.with_tag(out_dims, source.desc.data_type)
         output = builder.allocate(desc)
         who = f"Slice '{self.name}'"
-        copy(builder, window(source, out_dims, offsets, who), output, offsets,
-             f"{self.name} forward")
+        copy(builder, window(source, out_dims, offsets, who), output, f"{self.name} forward")
 
         def backward(output_grad):
             if not need_input_grad:
@@ -82,7 +69,7 @@ class Slice(Op):
             # bytes of its own, zero outside the window, that no consumer may overwrite
             input_grad = builder.keep(builder.allocate(source.desc))
             builder.share(input_grad)
-            copy(builder, output_grad, window(input_grad, out_dims, offsets, who), offsets,
+            copy(builder, output_grad, window(input_grad, out_dims, offsets, who),
                  f"{self.name} backward", backward=True)
             return input_grad
 

@@ -134,3 +134,14 @@ def test_inference_has_no_backward():
     harness = OpHarness(ZeroPadding2D("p", ((1, 1), (1, 1))), x, training=False)
     out = harness.forward()
     assert out.shape == (1, 5, 5, 2) and out.sum() == 18 and harness.builder.backward_calls == []
+
+
+def test_windows_of_equal_size_at_other_offsets_are_two_primitives():
+    """A reorder primitive is made for one window offset: a crop (or padding) of the same
+    size placed elsewhere must not reuse the first one's from the process cache."""
+    x = np.random.default_rng(3).normal(size=(2, 5, 5, 3)).astype(np.float32)
+    for kind, reference in ((Cropping2D, crop_reference), (ZeroPadding2D, pad_reference)):
+        for amounts in (((1, 0), (0, 0)), ((0, 1), (0, 0))):
+            harness = OpHarness(kind("w", amounts), x, {}, CHANNELS_LAST)
+            np.testing.assert_array_equal(harness.forward(x),
+                                          reference(x, amounts, CHANNELS_LAST))
