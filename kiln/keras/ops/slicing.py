@@ -147,5 +147,6 @@ def stack(x, axis=0):
         (position,) = normalize_axes(axis, len(x[0].shape) + 1, "stack")
         if position == 0:
             not_in_model("stack", "along the batch axis (a new axis 0)")
-        return concatenate([expand_dims(t, position) for t in x], axis=position)
+        expanded = [expand_dims(t, position) for t in x]
+        return expanded[0] if len(expanded) == 1 else concatenate(expanded, axis=position)
     return result(np.stack([keras_array(a) for a in x], axis=axis))
