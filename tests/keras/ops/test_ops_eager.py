@@ -68,6 +68,8 @@ CASES = [
     ("concatenate", ([A, A],), {"axis": -1}),
     ("stack", ([A, A],), {"axis": 1}),
     ("split", (A, 2), {"axis": 2}),
+    ("split", (A, [1, 3]), {"axis": -1}),
+    ("slice", (A, (0, 1, 2), (2, 2, 1)), {}),
     ("cast", (A, "int32"), {}),
     ("ones_like", (A,), {}),
     ("zeros_like", (INTS,), {}),
