@@ -13,11 +13,12 @@ writes into it in place. (pad_crop.copy keys its reorder primitives with the win
 offsets: two windows of equal dims elsewhere are two primitives.)
 """
 
+from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc
 from .base import Op
-from .broadcast import plain_desc
 from .concatenate import submemory
 from .pad_crop import copy, same_format, window
+from .tensor import CHANNELS_LAST
 
 
 class Slice(Op):
@@ -53,8 +54,10 @@ class Slice(Op):
         source = x.memory
         offsets = self.starts
         if submemory(source.desc, out_dims, offsets) is None:
-            source = builder.reorder(source, plain_desc(x.dims, x.data_format),
-                                     f"{self.name} input to plain layout")
+            # the row-major layout in Keras's order, in the input's data type (bf16 too)
+            tag = dnnl.acdb if len(x.dims) == 4 and x.data_format == CHANNELS_LAST else None
+            plain = MemoryDesc.with_tag(x.dims, source.desc.data_type, tag)
+            source = builder.reorder(source, plain, f"{self.name} input to plain layout")
         if len(out_dims) == 4:
             desc = same_format(source.desc, out_dims)
         else:

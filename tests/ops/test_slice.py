@@ -98,3 +98,15 @@ def test_two_windows_of_equal_dims_at_other_offsets_are_two_primitives():
     first one's from the process cache (its descriptor's layout is the same)."""
     check((2, 6, 4, 5), (0, 0, 0, 0), (None, 3, 4, 5), numeric=False)
     check((2, 6, 4, 5), (0, 3, 0, 0), (None, 3, 4, 5), numeric=False)
+
+
+def test_bf16_window_inside_a_channel_block():
+    """Mixed precision: the plain layout a window inside a block is read from stays bf16."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 3, 3, 16)).astype(np.float32)
+    dy = rng.normal(size=(2, 3, 3, 3)).astype(np.float32)
+    result, harness = check_multi_input_op(
+        OneInput(Slice("window", (0, 2, 0, 0), (None, 3, 3, 3))), [x], dy,
+        lambda xs, p: xs[0][..., 2:5], layouts={0: dnnl.aBcd8b}, data_type=dnnl.bf16,
+        numeric=False, rtol=1e-2, atol=1e-2, grad_rtol=1e-2, grad_atol=1e-2)
+    assert harness.output_tensor.memory.desc.data_type == dnnl.bf16
