@@ -42,6 +42,7 @@ def warm_up():
     _warm_up_losses_and_metrics()
     _warm_up_layers()
     _warm_up_custom_layer()
+    _warm_up_merge_gradients()
 
 
 def _fit(model, x, y, loss, metrics=(), **compile_args):
@@ -168,6 +169,19 @@ def _warm_up_custom_layer():
     features = ScaleAndNormalize()(layers.Conv2D(4, 3)(inputs))
     outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
     _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
+
+
+def _warm_up_merge_gradients():
+    """Maximum / Minimum's gradient kernel takes its inputs as a tuple: one compilation per
+    number of inputs and per data type (float32, bf16 bits), about 10 s each at a first fit."""
+    from ..ops.merge import CHUNK, THREADS, extreme_backward_kernel
+    for dtype in (np.float32, np.uint16):
+        for count in (2, 3, 4):
+            inputs = tuple(np.zeros(8, dtype) for _ in range(count))
+            grads = tuple(np.zeros(8, dtype) for _ in range(count))
+            extreme_backward_kernel(np.zeros(8, dtype), inputs, grads, dtype == np.uint16,
+                                    np.float32(1.0),
+                                    np.zeros((THREADS, count + 3, CHUNK), np.float32))
 
 
 if __name__ == "__main__":
