@@ -1,8 +1,9 @@
 """End-to-end training on the real MNIST (needs $KILN_DATASETS/mnist/, as .ci/run sets it).
 
-* channels_last: the classic mnist_cnn (kiln.bench.models), one full epoch on the 60,000
-  training images with batch 128 and Adadelta; Keras reaches about 98% test accuracy after one
-  epoch, so >= 97% on the 10,000 test images is required (measured: 98.1%).
+* channels_last: the classic mnist_cnn (kiln.bench.models), two thirds of an epoch (the
+  first 40,000 of the 60,000 training images, 313 steps of batch 128) with Adadelta, evaluated
+  on all 10,000 test images: >= 96.5% is required (measured 97.4-97.7% over two seeds; a full
+  epoch reaches 98.1%, as Keras's about 98%). Two thirds keep the suite within its budget.
 * channels_first: the same model on a documented subset, the first 12,000 training images for
   one epoch, evaluated on the first 2,000 test images (measured 92.5-93.0% over seeds; the
   bound is 90%). This keeps the file at about 30 s on 2 idle cores.
@@ -55,10 +56,10 @@ def train_and_evaluate(data, data_format, train_count, test_count, seed):
     return history.history, loss, accuracy
 
 
-def test_mnist_cnn_channels_last_one_full_epoch(mnist_data):
-    history, loss, accuracy = train_and_evaluate(mnist_data, "channels_last", 60000, 10000, 0)
-    assert accuracy >= 0.97, f"test accuracy {accuracy:.4f} after one epoch (loss {loss:.4f})"
-    assert loss < 0.1
+def test_mnist_cnn_channels_last_two_thirds_of_an_epoch(mnist_data):
+    history, loss, accuracy = train_and_evaluate(mnist_data, "channels_last", 40000, 10000, 0)
+    assert accuracy >= 0.965, f"test accuracy {accuracy:.4f} after 313 steps (loss {loss:.4f})"
+    assert loss < 0.12
     assert history["accuracy"][0] > 0.85  # mean over the epoch, dropout on
 
 

@@ -93,7 +93,8 @@ def has_optimizer_state():
     return hasattr(kk.optimizers.SGD(learning_rate=0.1), "get_state")
 
 
-@pytest.mark.parametrize("optimizer", ["sgd", "sgd_momentum", "adam"])
+# plain SGD has no state to restore: momentum and Adam's slots are the cases that can go wrong
+@pytest.mark.parametrize("optimizer", ["sgd_momentum", "adam"])
 def test_killed_run_resumes_with_the_weights_of_an_uninterrupted_run(optimizer, tmp_path):
     if optimizer != "sgd" and not has_optimizer_state():
         pytest.skip("the optimizer has no get_state() / set_state() to back up yet")
