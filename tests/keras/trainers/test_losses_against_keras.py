@@ -81,6 +81,25 @@ def test_regression_losses_and_metrics(loss):
         lambda rng, n: rng.normal(size=(n, 2)).astype(np.float32))
 
 
+@pytest.mark.parametrize("loss,activation,labels", [
+    ("mape", None, "positive"), ("msle", "softplus", "positive"), ("hinge", "tanh", "0/1"),
+    ("squared_hinge", "tanh", "-1/1"), ("kld", "softmax", "distribution"),
+    ("poisson", "softplus", "positive"), ("cosine_similarity", None, "normal")])
+def test_the_other_losses_train_as_keras(loss, activation, labels):
+    """The losses of the issue not trained above, by name, in fit and evaluate."""
+    def make_y(rng, n):
+        if labels == "positive":
+            return rng.uniform(0.5, 2, (n, 3)).astype(np.float32)
+        if labels == "distribution":
+            return rng.dirichlet(np.ones(3), n).astype(np.float32)
+        if labels == "normal":
+            return rng.normal(size=(n, 3)).astype(np.float32)
+        signs = (rng.random((n, 3)) > 0.5).astype(np.float32)  # hinges take 0/1 or -1/1
+        return signs if labels == "0/1" else 2 * signs - 1
+    check_fit_against_keras(dense_model(3, activation), lambda K: dict(loss=loss), make_y,
+                            batch_size=4)
+
+
 def test_sample_weight_weights_the_loss_not_the_metrics():
     check_fit_against_keras(
         dense_model(3, "softmax"),
