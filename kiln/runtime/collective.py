@@ -100,7 +100,11 @@ class World:
         self.comm.Barrier()
 
     def abort(self, code=1):
-        """End every rank of the job now (no hang on a collective another rank never joins)."""
+        """End every rank of the job now (no hang on a collective another rank never joins).
+        The caller has reported the error: the node's rank watcher stays silent."""
+        from . import rank_watch
+
+        rank_watch.mark_ended("abort")
         self.comm.Abort(code)
 
 

@@ -12,6 +12,8 @@ without mpi4py installed.
 Once data-parallel is on across several ranks, an uncaught exception on any rank prints the
 rank and the error and aborts the whole MPI job (MPI_Abort), so the other ranks do not hang
 in a collective the failed rank will never join.
+A rank killed by a signal cannot speak: a watcher process per node
+(runtime/rank_watch.py) names it by its rank.
 """
 
 import ctypes
@@ -19,7 +21,7 @@ import os
 import sys
 import traceback
 
-from ...runtime import collective
+from ...runtime import collective, rank_watch
 
 _state = {"distribution": None}
 
@@ -104,6 +106,7 @@ def set_distribution(value):
     if value is not None and value.is_distributed:
         _threads_per_rank(value.world)
         _abort_on_uncaught_exception(value.world)
+        rank_watch.start(value.world.comm)  # names a rank killed without a word
 
 
 def distribution():

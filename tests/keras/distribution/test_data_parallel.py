@@ -2,13 +2,15 @@
 here with a timeout: both ranks end with bit-identical weights equal (float32 tolerance) to
 one process trained on the same global batches (with BatchNormalization(synchronized=True)
 too), logs are global, rank 0's checkpoint loads in
-one process, and a failing, killed or mismatched rank ends the whole job with a message.
+one process, and a failing, killed or mismatched rank ends the whole job with a message naming
+the rank (a killed one under plain mpiexec, python -m mpi4py and kiln launch).
 
 The reference runs in this process first: it also fills numba's on-disk cache, so the ranks
 load the kernels instead of compiling them twice at once."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -35,13 +37,17 @@ RANK_ENV = {"OMP_NUM_THREADS": "1", "HYDRA_IFACE": "lo", "UCX_TLS": "self,sm",
             "UCX_NET_DEVICES": "lo"}
 
 
-def run_ranks(scenario, folder, module_runner=False, timeout=60):
-    """`mpiexec -n 2 python [-m mpi4py] data_parallel_script.py scenario folder`; returns
-    (exit code, output, seconds). On timeout the whole process group is killed."""
-    python = [sys.executable, *(["-m", "mpi4py"] if module_runner else [])]
+def run_ranks(scenario, folder, runner="python", timeout=60):
+    """`mpiexec -n 2 python data_parallel_script.py scenario folder` (runner "python"), with
+    `python -m mpi4py` ("mpi4py") or as `kiln launch -n 2 data_parallel_script.py ...`
+    ("launch"); returns (exit code, output, seconds). On timeout the whole process group is
+    killed. TMPDIR is the folder, so the rank watcher's command line names it too."""
+    start_line = {"python": [str(MPIEXEC), "-n", "2", sys.executable],
+                  "mpi4py": [str(MPIEXEC), "-n", "2", sys.executable, "-m", "mpi4py"],
+                  "launch": [sys.executable, "-m", "kiln.cli", "launch", "-n", "2"]}[runner]
     start = time.perf_counter()
-    process = subprocess.Popen([str(MPIEXEC), "-n", "2", *python, str(SCRIPT), scenario,
-                                str(folder)], env={**os.environ, **RANK_ENV},
+    process = subprocess.Popen([*start_line, str(SCRIPT), scenario, str(folder)],
+                               env={**os.environ, **RANK_ENV, "TMPDIR": str(folder)},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                start_new_session=True)
     try:
@@ -138,19 +144,30 @@ def test_rank_zero_checkpoint_and_log_load_in_one_process(trained):
     assert rows[0].split(",")[0] == "epoch" and len(rows) == 3  # one writer: 2 epochs
 
 
-@pytest.mark.parametrize("scenario, module_runner", [("raise", False), ("raise", True),
-                                                     ("kill", False)])
-def test_a_failing_rank_ends_the_whole_job(reference, tmp_path, scenario, module_runner):
-    code, output, seconds = run_ranks(scenario, tmp_path, module_runner, timeout=60)
+@pytest.mark.parametrize("scenario, runner", [("raise", "python"), ("raise", "mpi4py"),
+                                              ("kill", "python"), ("kill", "mpi4py"),
+                                              ("kill", "launch")])
+def test_a_failing_rank_ends_the_whole_job(reference, tmp_path, scenario, runner):
+    code, output, seconds = run_ranks(scenario, tmp_path, runner, timeout=60)
     assert code != 0
     assert seconds < 30, output[-3000:]
     if scenario == "raise":
         assert "rank 1 of 2 failed with RuntimeError: injected failure at step 3" in output
+        assert "without reporting an error" not in output  # the watcher keeps quiet
     else:
-        # the killed rank cannot speak: mpiexec names its process and the signal
+        # the killed rank cannot speak: the rank watcher names it (the signal when it could
+        # read it before Hydra reaped the rank), the rank its clean-up killed is not blamed
         pid = (tmp_path / "pid1").read_text()
-        assert f"PID {pid} RUNNING" in output and "Killed (signal 9)" in output, output
-    assert processes_mentioning(str(tmp_path)) == []
+        assert (f"kiln: rank 1 of 2 (pid {pid} on {socket.gethostname()}) was killed by "
+                "signal 9 (SIGKILL) without reporting an error" in output
+                or f"kiln: rank 1 of 2 (pid {pid} on {socket.gethostname()}) died without "
+                "reporting an error (killed by a signal?)" in output), output[-3000:]
+        assert "kiln: rank 0 of 2" not in output, output[-3000:]
+        # mpiexec names a PID: the killed rank's, or (measured) the one its clean-up killed
+        pids = [(tmp_path / f"pid{rank}").read_text() for rank in (0, 1)]
+        assert any(f"PID {p} RUNNING" in output for p in pids), output[-3000:]
+        assert "Killed (signal 9)" in output, output[-3000:]
+    assert processes_mentioning(str(tmp_path)) == []  # ranks and watcher
 
 
 def test_ranks_of_different_jobs_are_reported_at_start(reference, tmp_path):
