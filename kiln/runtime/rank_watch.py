@@ -13,19 +13,22 @@ killed. So `kiln launch` cannot translate that PID into the rank either.
 The watching is done from outside the ranks instead. At data-parallel start-up the ranks of
 each node exchange their PIDs and the node's first rank starts one small watcher process
 (this file run as a script, standard library only) in a session of its own, which Hydra's
-clean-up does not kill; the ranks go on once it watches. It sleeps in epoll on a pidfd per
-rank of its node (no polling: the training step pays nothing) and, when a rank dies without
-having marked its ending (a normal exit marks it at exit, kiln's MPI_Abort before aborting),
-writes on stderr
+clean-up does not kill; the ranks go on once it watches. It sleeps in epoll (no polling: the
+training step pays nothing) on a pidfd per rank of its node and on a FIFO per rank whose
+write end the rank holds open, and when a rank dies without having marked its ending (a
+normal exit marks it at exit, kiln's MPI_Abort before aborting), writes on stderr
 
     kiln: rank 1 of 2 (pid 1234 on host) was killed by signal 9 (SIGKILL) without reporting
     an error ...
 
-Only the first death is reported: the later ones are Hydra's clean-up. epoll hands the pidfds
-back in the order they became ready, so a watcher scheduled late on a loaded machine, which
-finds the killed rank and the ranks killed after it all gone at once, still names the killed
-one (three busy loops on two cores: poll() named a rank Hydra killed in 3 runs of 20, epoll in
-1 of 50, where that rank's pidfd was ready 13 ms before the killed one's).
+Only the rank that began to die first is reported: the later ones are Hydra's clean-up. The
+order is epoll's: it hands the ready descriptors back in the order they became ready, so a
+watcher scheduled late on a loaded machine still sees the killed rank first. The pidfds
+alone were not enough: with three busy loops on two cores, poll() on pidfds named a rank
+Hydra had killed in 3 runs of 20, epoll on pidfds in 1 of 30 (that rank's pidfd was ready
+13 ms before the killed one's: Hydra also learns of a death from the rank's sockets closing,
+before the process is fully gone). A rank's FIFO closes at the same early point of its exit
+as its sockets, before Hydra can react: with it, 100 runs of 100 named the killed rank.
 The watcher inherits the first rank's stderr, a pipe Hydra reads until every writer has
 closed it, so the line goes out through mpiexec whichever way the job was started (`kiln
 launch`, `mpiexec python script.py`, `mpiexec python -m mpi4py script.py`); the watcher
@@ -53,8 +56,10 @@ import time
 
 #: how long the watcher stays after a reported death for the rest of its ranks to go
 LINGER_SECONDS = 10.0
+#: how long a rank whose FIFO closed may take to be gone before another dead rank is named
+DYING_SECONDS = 1.0
 
-_state = {"folder": None, "rank": None, "comm": None, "watcher": None}
+_state = {"folder": None, "rank": None, "comm": None, "watcher": None, "fifo": None}
 
 
 # -- in the ranks ------------------------------------------------------------------------------
@@ -84,6 +89,11 @@ def start(comm):
     finally:
         node.Free()
     _state.update(folder=folder, rank=rank, comm=comm)
+    try:  # held open for life, never written: it closes the moment this process dies
+        _state["fifo"] = os.open(os.path.join(folder, f"fifo{rank}"),
+                                 os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # no watcher reads it: its pidfd alone tells
+        pass
     import atexit
 
     atexit.register(mark_ended, "exit")
@@ -177,33 +187,38 @@ def _mark(folder, rank):
         return None
 
 
-def first_silent_death(folder, ranks, ended):
-    """(the first of `ended` ((rank, pid, status) in the order they died) that marked
-    nothing, or None; whether a rank of `ranks` marked an abort). After an abort nothing is
+def first_silent(folder, ranks, order):
+    """(the rank of `order` (ranks in the order they began to die) that marked nothing
+    first, or None; whether a rank of `ranks` marked an abort). After an abort nothing is
     silent: kiln printed the error, and the ranks MPI_Abort takes down may die before the
     aborting one."""
     marks = {rank: _mark(folder, rank) for rank in ranks}
     if "abort" in marks.values():
         return None, True
-    return next((entry for entry in ended if marks[entry[0]] is None), None), False
+    return next((rank for rank in order if marks[rank] is None), None), False
 
 
 def watch(folder, size, host, members):
     """Wait for the ranks (rank, pid) of this node to end; report the first silent death.
 
-    epoll, not poll: it returns the pidfds in the order they became ready, so when the
-    watcher is scheduled late (a loaded machine) and finds the killed rank and the ranks
-    Hydra killed after it ready at once, the killed one still comes first."""
-    watched, ended = {}, []  # pidfd -> (rank, pid); (rank, pid, status) in order of death
-    for rank, pid in members:
+    Each rank is watched twice: by its pidfd (ready once the process is gone; it gives the
+    exit status) and by the FIFO it holds open (closed earlier in the kernel's exit path,
+    with its sockets): the first of the two events of a rank dates the beginning of its
+    death (see the module's docstring)."""
+    watched, order, dead = {}, [], {}  # fd -> (rank, pid, is_pidfd); ranks as they began
+    for rank, pid in members:          # to die; rank -> (pid, exit status) once gone
         try:
-            watched[os.pidfd_open(pid)] = (rank, pid)
+            watched[os.pidfd_open(pid)] = (rank, pid, True)
         except ProcessLookupError:
-            ended.append((rank, pid, None))
+            order.append(rank)
+            dead[rank] = (pid, None)
         except OSError:  # a kernel before Linux 5.3: no pidfds, nothing watched
             for fd in watched:
                 os.close(fd)
             return
+        fifo = os.path.join(folder, f"fifo{rank}")
+        os.mkfifo(fifo, 0o600)
+        watched[os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)] = (rank, pid, False)
     poller = select.epoll()
     for fd in watched:
         poller.register(fd, select.EPOLLIN)
@@ -211,26 +226,40 @@ def watch(folder, size, host, members):
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     ranks = [rank for rank, _ in members]
     done_at = None  # once a death was reported (or kiln aborted): linger a while, then leave
+    dying_since, expired = None, False  # waiting for a rank whose FIFO closed to be gone
     while True:
-        if done_at is None and ended:
-            silent, aborted = first_silent_death(folder, ranks, ended)
-            if silent is not None:
-                rank, pid, status = silent
-                sys.stderr.write(_description(rank, size, pid, host, status))
-                sys.stderr.flush()
-            if silent is not None or aborted:
+        if done_at is None and dead:
+            first, aborted = first_silent(folder, ranks, order)
+            if first is not None and first not in dead and not expired:
+                dying_since = dying_since or time.monotonic()  # gone in a moment: wait
+            elif first is not None or aborted:
+                if first is not None and first not in dead:  # its FIFO closed, yet it lives
+                    first = next((rank for rank in order if rank in dead
+                                  and _mark(folder, rank) is None), None)
+                if first is not None and not aborted:
+                    pid, status = dead[first]
+                    sys.stderr.write(_description(first, size, pid, host, status))
+                    sys.stderr.flush()
                 done_at = time.monotonic()
-        if not watched:
+        if not any(is_pidfd for _, _, is_pidfd in watched.values()):
             return
-        timeout = -1 if done_at is None else max(
-            0.0, LINGER_SECONDS - (time.monotonic() - done_at))
+        now = time.monotonic()
+        if done_at is not None:
+            timeout = max(0.0, LINGER_SECONDS - (now - done_at))
+        elif dying_since is not None and not expired:
+            timeout = max(0.0, DYING_SECONDS - (now - dying_since))
+        else:
+            timeout = -1
         ready = poller.poll(timeout)
         if not ready and done_at is not None:
             return  # the remaining ranks outlived the linger: not ours to wait for
-        ended = []
+        expired = expired or not ready
         for fd, _ in ready:
-            rank, pid = watched.pop(fd)
-            ended.append((rank, pid, _exit_status(fd, pid)))
+            rank, pid, is_pidfd = watched.pop(fd)
+            if rank not in order:
+                order.append(rank)
+            if is_pidfd:
+                dead[rank] = (pid, _exit_status(fd, pid))
             poller.unregister(fd)
             os.close(fd)
 

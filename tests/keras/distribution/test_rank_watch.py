@@ -77,3 +77,20 @@ def test_marked_endings_are_not_reported(tmp_path, how):
         (tmp_path / "0").write_text("exit")
     assert finish(watcher, ranks) == ""
     assert watcher.returncode == 0
+
+
+def test_the_rank_whose_fifo_closed_first_is_named_though_another_is_gone_first(tmp_path):
+    # Hydra may learn of a death from the dying rank's sockets and kill the others before
+    # the dying one's pidfd is ready: the FIFO it held closed first says which one it was
+    ranks = stand_ins(2)
+    watcher = start_watcher(tmp_path, ranks)
+    fifo = os.open(tmp_path / "fifo1", os.O_WRONLY | os.O_NONBLOCK)  # as rank 1 holds it
+    os.close(fifo)  # rank 1 begins to die
+    time.sleep(0.2)
+    ranks[0].kill()  # the clean-up kill, gone first
+    time.sleep(0.2)
+    ranks[1].kill()
+    errors = finish(watcher, ranks)
+    assert errors == (f"kiln: rank 1 of 2 (pid {ranks[1].pid} on node7) was killed by signal "
+                      "9 (SIGKILL) without reporting an error (by a user, a scheduler or the "
+                      "kernel's out-of-memory killer); the MPI job ends\n")
