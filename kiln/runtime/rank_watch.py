@@ -26,9 +26,9 @@ order is epoll's: it hands the ready descriptors back in the order they became r
 watcher scheduled late on a loaded machine still sees the killed rank first. The pidfds
 alone were not enough: with three busy loops on two cores, poll() on pidfds named a rank
 Hydra had killed in 3 runs of 20, epoll on pidfds in 1 of 30 (that rank's pidfd was ready
-13 ms before the killed one's: Hydra also learns of a death from the rank's sockets closing,
-before the process is fully gone). A rank's FIFO closes at the same early point of its exit
-as its sockets, before Hydra can react: with it, 100 runs of 100 named the killed rank.
+13 ms before the killed one's; presumably Hydra learnt of the death from the rank's sockets,
+which close before the process is fully gone). A rank's FIFO closes at that same early point
+of its exit, before Hydra can react: with it, 100 runs of 100 named the killed rank.
 The watcher inherits the first rank's stderr, a pipe Hydra reads until every writer has
 closed it, so the line goes out through mpiexec whichever way the job was started (`kiln
 launch`, `mpiexec python script.py`, `mpiexec python -m mpi4py script.py`); the watcher
