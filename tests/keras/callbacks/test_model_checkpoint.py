@@ -82,16 +82,6 @@ def test_filepath_arguments_are_checked_as_keras():
         drive_epochs(checkpoint, FakeModel(), [{"val_loss": 1.0}])
 
 
-def test_whole_model_checkpoint_fails_before_training_until_model_save_exists(tmp_path):
-    model = kk.Sequential([kk.Input((3,)), kk.layers.Dense(2, activation="softmax")])
-    if hasattr(model, "save"):
-        pytest.skip("model.save exists now")
-    model.compile(optimizer="sgd", loss="categorical_crossentropy")
-    with pytest.raises(NotImplementedError, match="save_weights_only=True"):
-        model.fit(np.ones((2, 3)), np.eye(2), epochs=1, verbose=0,
-                  callbacks=[ModelCheckpoint(str(tmp_path / "m.keras"))])
-
-
 def test_whole_model_checkpoints_load_back(tmp_path):
     from model_helpers import compiled_cnn, quadrant_data
 
@@ -99,8 +89,6 @@ def test_whole_model_checkpoints_load_back(tmp_path):
 
     x, y = quadrant_data(16)
     model = compiled_cnn()
-    if not hasattr(model, "save"):
-        pytest.skip("model.save does not exist yet")
     model.fit(x, y, batch_size=8, epochs=2, verbose=0, validation_split=0.25,
               callbacks=[ModelCheckpoint(str(tmp_path / "m{epoch}.keras"))])
     assert sorted(os.listdir(tmp_path)) == ["m1.keras", "m2.keras"]
