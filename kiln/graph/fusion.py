@@ -6,6 +6,10 @@ forward. Parameter names stay those of the conv/dense op, so weights are unaffec
 Both classic examples also write `MaxPooling2D((2, 2))` then `Dropout(0.25)`: one fused op
 (`MaxPoolDropout`) does both in one pass forward and one backward.
 
+A custom layer's `x * scale + bias` (keras.ops on per-channel weights) then a relu: three
+BroadcastBinary / Activation ops become one ChannelAffine (one oneDNN binary call with
+post-ops forward, one pass backward).
+
 A rewrite applies only where the producer's output has exactly one consumer and is not a
 model output: otherwise someone else still needs the unfused tensor.
 """
@@ -24,6 +28,8 @@ from ..ops import (
     Pooling2D,
 )
 from ..ops.batch_norm_folding import fold_into_conv
+from ..ops.broadcast import BroadcastBinary
+from ..ops.channel_affine import ChannelAffine, per_channel
 from ..ops.conv2d_residual import Conv2DResidual
 from ..ops.eltwise import known as known_activation
 from ..ops.eltwise import post_ops
@@ -71,6 +77,36 @@ def fold_relu(producer, consumer):
     return None
 
 
+def _per_channel_operand(op, operation):
+    """The (short, dims, tag) of a BroadcastBinary `x (operation) parameter` whose parameter
+    is one value per channel, else None."""
+    if (isinstance(op, BroadcastBinary) and op.operation == operation
+            and op.operand is not None and per_channel(op.operand[1])):
+        return op.operand
+    return None
+
+
+def fold_channel_affine(producer, consumer):
+    """x * scale (per channel) + shift (per channel, the same layer's) -> one ChannelAffine;
+    ChannelAffine, or a per-channel add or multiply, + Activation('relu') -> with the relu."""
+    relu = isinstance(consumer, Activation) and consumer.activation == "relu"
+    if isinstance(producer, ChannelAffine) and producer.activation is None and relu:
+        merged = copy.copy(producer)
+        merged.activation = "relu"
+        return merged
+    scale = _per_channel_operand(producer, "multiply")
+    shift = _per_channel_operand(consumer, "add")
+    if (scale is not None and shift is not None and producer.name == consumer.name
+            and scale[1] == shift[1]):
+        return ChannelAffine(producer.name, scale=scale, shift=shift)
+    if relu:
+        for operation, role in (("add", "shift"), ("multiply", "scale")):
+            operand = _per_channel_operand(producer, operation)
+            if operand is not None:
+                return ChannelAffine(producer.name, **{role: operand}, activation="relu")
+    return None
+
+
 def fold_pool_dropout(producer, consumer):
     """A 2x2/2 max Pooling2D + Dropout -> one MaxPoolDropout."""
     if (isinstance(consumer, Dropout) and isinstance(producer, Pooling2D)
@@ -107,7 +143,7 @@ def fold_residual_add(producers, consumer, writable):
     return None
 
 
-RULES = (fold_activation, fold_relu, fold_pool_dropout)
+RULES = (fold_activation, fold_relu, fold_pool_dropout, fold_channel_affine)
 INFERENCE_RULES = (fold_batch_norm, fold_activation_for_inference, fold_residual_add)
 # rules over a consumer with several inputs; they run once the one-input rules are done, so
 # a batch norm is folded into its convolution and a relu into its add before

@@ -146,7 +146,8 @@ def _warm_up_custom_layer():
     """The broadcasting kernels a custom layer written with keras.ops runs: a per-channel
     scale and offset from add_weight (the parameter gradients are sums over the broadcast
     axes), divided by a per-image statistic (both operands broadcast), a comparison and a
-    where (their zero gradients), a slice and a split (oneDNN reorders, no kernel)."""
+    where (their zero gradients), a slice and a split (oneDNN reorders, no kernel); then a
+    per-channel scale and bias read once, fused with the relu after it (ChannelAffine)."""
     from ..keras import Input, Model, layers, ops
 
     class ScaleAndNormalize(layers.Layer):
@@ -155,8 +156,11 @@ def _warm_up_custom_layer():
             self.offset = self.add_weight(shape=(input_shape[-1],), initializer="zeros")
 
         def call(self, x):
-            y = ops.add(ops.multiply(x, self.scale), self.offset)
-            energy = ops.mean(ops.square(y), axis=(1, 2), keepdims=True)
+            # the product read twice: the multiply and the add stay BroadcastBinary ops (a
+            # product read once would fold into ChannelAffine, warmed up below)
+            scaled = ops.multiply(x, self.scale)
+            y = ops.add(scaled, self.offset)
+            energy = ops.mean(ops.square(scaled), axis=(1, 2), keepdims=True)
             y = ops.where(y > energy, y, ops.multiply(y, 0.5))
             low, high = ops.split(y[:, 1:], 2, axis=-1)
             y = ops.concatenate([y[:, :1], ops.concatenate([high, low], axis=-1)], axis=1)
@@ -169,6 +173,40 @@ def _warm_up_custom_layer():
     features = ScaleAndNormalize()(layers.Conv2D(4, 3)(inputs))
     outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
     _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
+
+    class ScaleBias(layers.Layer):
+        def build(self, input_shape):
+            self.scale = self.add_weight(shape=(input_shape[-1],), initializer="ones")
+            self.bias = self.add_weight(shape=(input_shape[-1],), initializer="zeros")
+
+        def call(self, x):
+            return ops.add(ops.multiply(x, self.scale), self.bias)
+
+    # folded into ChannelAffine: with a relu, and with a relu that max pooling applies;
+    # a padded blocked layout (12 channels) runs its numba forward
+    features = layers.Activation("relu")(ScaleBias()(layers.Conv2D(12, 3)(inputs)))
+    features = layers.Activation("relu")(ScaleBias()(layers.Conv2D(8, 1)(features)))
+    features = layers.MaxPooling2D()(features)
+    outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
+    _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
+    _warm_up_channel_affine_forward()
+
+
+def _warm_up_channel_affine_forward():
+    """ChannelAffine's numba forward runs only where oneDNN's binary has just its reference
+    kernel for the layout (none of the layouts above on the CPUs seen so far): compiled here
+    on a small nhwc case with the plan's argument types, with and without the relu."""
+    from ..binding import constants as dnnl
+    from ..binding.memory import MemoryDesc
+    from ..ops.channel_affine import kernel_iteration
+    from ..ops.channel_affine_kernels import forward_kernel
+    desc = MemoryDesc.with_tag((2, 4, 3, 3), dnnl.f32, dnnl.acdb)
+    shape, strides = kernel_iteration(desc, MemoryDesc.with_tag((1, 4, 1, 1), dnnl.f32,
+                                                                dnnl.abcd))
+    x = np.linspace(-1, 1, 72, dtype=np.float32)
+    for relu in (False, True):
+        forward_kernel(np.empty(72, np.float32), x, np.ones(4, np.float32),
+                       np.zeros(4, np.float32), relu, shape, strides)
 
 
 def _warm_up_merge_gradients():

@@ -9,6 +9,7 @@ from pathlib import Path
 from kiln.ops import (
     activity_regularization,
     broadcast_kernels,
+    channel_affine_kernels,
     dropout,
     eltwise,
     max_pool_dropout,
@@ -41,7 +42,8 @@ def test_warm_up_compiles_the_plan_kernels():
                weight_penalties.penalty_kernel, weight_penalties.norm_constraint_kernel,
                eltwise.relu_backward_of_sum_kernel, merge.extreme_backward_kernel,
                broadcast_kernels.elementwise_kernel, broadcast_kernels.reduce_kernel,
-               broadcast_kernels.zero_kernel]
+               broadcast_kernels.zero_kernel, channel_affine_kernels.forward_kernel,
+               channel_affine_kernels.backward_kernel]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 
