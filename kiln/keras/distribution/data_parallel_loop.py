@@ -1,7 +1,7 @@
 """What fit / evaluate / predict do differently under a data-parallel distribution.
 
 Every rank runs the same script, so every rank sees the same global batches (an array
-dataset's shuffled order is rank 0's, broadcast each epoch). Then:
+dataset's shuffled order is rank 0's, broadcast at each pass over it). Then:
 - at the start of fit / evaluate / predict the ranks check that they run the same job (kiln
   version, model, batch size, step and sample counts) and rank 0's weights are broadcast;
 - each rank runs its shard of every global batch (`batch_size` stays the global batch): rank r
@@ -59,7 +59,6 @@ class ShardedAdapter(DataAdapter):
 
     def __init__(self, inner, world, owner, reducer=None):
         self.inner, self.world, self.owner, self.reducer = inner, world, owner, reducer
-        self.steps = inner.steps
         self.batch_size = getattr(inner, "batch_size", None)
         self.counts = []  # rows per rank of each batch so far (predict puts rows back with it)
         self._staging = {}
@@ -72,8 +71,14 @@ class ShardedAdapter(DataAdapter):
             inner.epoch_order = rank_zero_order
 
     @property
-    def exhausted(self):
-        return self.inner.exhausted
+    def steps(self):
+        return self.inner.steps
+
+    def reset(self):
+        self.inner.reset()
+
+    def probe(self):
+        self.inner.probe()
 
     def batches(self):
         world = self.world
@@ -104,9 +109,6 @@ class ShardedAdapter(DataAdapter):
         staging = self._staging[key]
         staging[...] = part
         return staging
-
-    def on_epoch_end(self):
-        self.inner.on_epoch_end()
 
     def close(self):
         self.inner.close()

@@ -79,8 +79,11 @@ class BatchMethods:
         adapter = get_data_adapter(x, y, sample_weight, None, None, False, class_weight,
                                    signature=self._signature(owner))
         adapter.batch_size = adapter.count  # the whole of x is the batch
-        adapter.steps = 1
+        adapter.num_batches = 1
         (batch,) = list(adapter.batches())  # staged views: aligned, kept alive by the views
+        # Keras builds the losses and metrics on this batch: fit / evaluate then do not
+        # fetch one of their own (Trainer._start_pass)
+        self._probe_data = False
         return batch
 
     def _batch_runner(self, kind):

@@ -37,6 +37,7 @@ class Trainer(BatchMethods):
         if self.built:
             self._make_loss_head()
         self.compiled = True
+        self._probe_data = True  # see _start_pass
         self._plans = {key: plan for key, plan in self._plans.items() if key[0] is False}
 
     def _build_if_possible(self):
@@ -63,6 +64,16 @@ class Trainer(BatchMethods):
             output_names=output_names(self), owner=owner,
             input_contexts=[self._input_context(i) for i in range(len(self.inputs))],
             input_hints=[f"for data_format '{t.data_format}'" for t in self.inputs])
+
+    def _start_pass(self, adapter):
+        """What Keras does to its data at the start of fit and evaluate: the first after
+        compile builds the losses and metrics on one batch of a fresh pass (an observable
+        fetch: a PyDataset's first item, the shuffle drawn for that pass), then every one
+        resets the data (a PyDataset's on_epoch_end is called)."""
+        if getattr(self, "_probe_data", False):
+            self._probe_data = False
+            adapter.probe()
+        adapter.reset()
 
     @staticmethod
     def _stateful_progbar(callback_list, names):
@@ -108,6 +119,7 @@ class Trainer(BatchMethods):
         # each read their shard of every batch (one process: the adapters as they are)
         adapter = data_parallel.start(self, "fit", adapter, reducer=True)
         val_adapter = data_parallel.shard(val_adapter, "fit (validation data)")
+        self._start_pass(adapter)
         verbose = 1 if verbose == "auto" else verbose
         runner = BatchRunner(self, "fit")
         callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
@@ -119,6 +131,7 @@ class Trainer(BatchMethods):
         callback_list.on_train_begin()
         # BackupAndRestore sets the epoch to resume from in on_train_begin, as in Keras
         initial_epoch = getattr(self, "_initial_epoch", None) or initial_epoch
+        last_logs = {}
         try:
             for epoch in range(initial_epoch, epochs):
                 runner.reset()
@@ -130,12 +143,11 @@ class Trainer(BatchMethods):
                     callback_list.on_train_batch_end(step, data_parallel.logs(runner))
                     if self.stop_training:
                         break
-                adapter.on_epoch_end()
-                if adapter.exhausted:  # a generator ran out of data: stop, as Keras does
-                    self.stop_training = True
-                    if step < 0:
-                        break
-                epoch_logs = data_parallel.logs(runner)
+                # an epoch that got no batch (its data ran out) logs the last epoch's
+                # training logs again, as Keras does
+                if step >= 0:
+                    last_logs = data_parallel.logs(runner)
+                epoch_logs = dict(last_logs)
                 if val_adapter is not None and (epoch + 1) % validation_freq == 0:
                     val_logs = self._evaluate_batches(val_adapter, "evaluate", callback_list)
                     epoch_logs.update({f"val_{name}": value for name, value in val_logs.items()})
@@ -159,6 +171,7 @@ class Trainer(BatchMethods):
         """Loss and metrics over the adapter's batches through evaluation plans."""
         runner = BatchRunner(self, owner)
         runner.reset()
+        self._start_pass(adapter)
         if callback_list is not None:
             callback_list.on_test_begin()
         for step, (xs, ys, weights) in enumerate(adapter.batches()):
@@ -167,7 +180,6 @@ class Trainer(BatchMethods):
             runner.run(xs, ys, weights, step)
             if callback_list is not None:
                 callback_list.on_test_batch_end(step, data_parallel.logs(runner))
-        adapter.on_epoch_end()  # a PyDataset's on_epoch_end runs after every pass, as in Keras
         logs = data_parallel.logs(runner)
         if callback_list is not None:
             callback_list.on_test_end(logs)
@@ -186,7 +198,6 @@ class Trainer(BatchMethods):
                 plan.predict_step()
                 for part, result in zip(parts, plan.output_arrays, strict=True):
                     part.append(result.copy())
-            adapter.on_epoch_end()
         finally:
             adapter.close()
         return [np.concatenate(part) if part else np.empty((0, *t.shape[1:]), np.float32)

@@ -1,14 +1,14 @@
 """Data adapters: one interface over every kind of data fit / evaluate / predict accept.
 
     adapter = get_data_adapter(x, y, batch_size=32, signature=ModelSignature(...))
+    adapter.reset()
     for epoch in range(epochs):
         for xs, ys, sample_weights in adapter.batches():
             ...  # lists of float32 C-contiguous arrays (ys / sample_weights may be None)
-        adapter.on_epoch_end()
     adapter.close()
 
-`adapter.steps` is the number of batches per epoch (None: until the source runs out) and
-`adapter.exhausted` tells that a generator ran out of data before the epoch was complete.
+`adapter.steps` is the number of batches an epoch is meant to have (None: until the source
+runs out). An epoch continues the pass over the data where the last one stopped (epochs.py).
 """
 
 import types

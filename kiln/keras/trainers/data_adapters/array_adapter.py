@@ -79,9 +79,9 @@ class ArrayDataAdapter(DataAdapter):
             batch_size = -(-self.count // positive_int(steps_per_epoch, "steps_per_epoch",
                                                        owner)) if steps_per_epoch else 32
         self.batch_size = positive_int(batch_size, "batch_size", owner)
-        self.steps = -(-self.count // self.batch_size)
+        self.num_batches = -(-self.count // self.batch_size)
         if steps_per_epoch is not None:
-            self.steps = min(self.steps, positive_int(steps_per_epoch, "steps_per_epoch", owner))
+            self.steps_per_epoch = positive_int(steps_per_epoch, "steps_per_epoch", owner)
         if shuffle not in (True, False, "batch"):
             raise ValueError(f"{owner}: argument shuffle must be True, False or 'batch', got "
                              f"{shuffle!r}")
@@ -122,19 +122,41 @@ class ArrayDataAdapter(DataAdapter):
         return arrays
 
     def epoch_order(self):
-        """Sample indices of the next epoch: drawn from numpy's global generator, so
-        keras.utils.set_random_seed fixes them."""
+        """Sample indices of the next pass, drawn from numpy's global generator (so
+        keras.utils.set_random_seed fixes them) as Keras 3 draws them: one permutation of all
+        samples, or with shuffle='batch' one permutation within each batch, batch by batch
+        (the batches keep their order)."""
         if not self.shuffle:
             return np.arange(self.count)
         if self.shuffle == "batch":
-            order = np.arange(self.count)
-            starts = np.random.permutation(self.steps) * self.batch_size
-            chunks = [np.random.permutation(order[s:s + self.batch_size]) for s in starts]
-            return np.concatenate(chunks)
+            starts = range(0, self.count, self.batch_size)
+            return np.concatenate([start + np.random.permutation(
+                min(self.batch_size, self.count - start)) for start in starts])
         return np.random.permutation(self.count)
 
-    def batches(self):
-        order = self.epoch_order()[:self.steps * self.batch_size]
-        feeder = BatchFeeder(self.xs, self.ys, order, self.batch_size, self.sample_weights)
-        for xs, ys, weights in feeder.batch_lists():
-            yield xs, (ys if self.ys is not None else None), weights
+    def _new_pass(self):
+        return _ArrayPass(self)
+
+
+class _ArrayPass:
+    """One pass over the arrays, gathered in the background by a BatchFeeder made at the
+    pass's first batch: that is when Keras draws the pass's shuffle."""
+
+    ended = False  # epochs.py never asks arrays for more batches than a pass has
+
+    def __init__(self, adapter):
+        self.adapter, self.lists = adapter, None
+
+    def take(self, count):
+        adapter = self.adapter
+        if self.lists is None:
+            feeder = BatchFeeder(adapter.xs, adapter.ys, adapter.epoch_order(),
+                                 adapter.batch_size, adapter.sample_weights)
+            self.lists = feeder.batch_lists()
+        for _ in range(count):
+            xs, ys, weights = next(self.lists)
+            yield xs, (ys if adapter.ys is not None else None), weights
+
+    def close(self):
+        if self.lists is not None:
+            self.lists.close()  # its finally stops the feeder's thread

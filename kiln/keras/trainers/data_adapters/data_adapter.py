@@ -1,13 +1,16 @@
 """What every data adapter offers the training loop, and the parts all of them share.
 
 fit / evaluate / predict see every data source (numpy arrays, Python generators, PyDataset)
-through one interface: `steps` batches an epoch (None: until the source runs out), `batches()`
-over one epoch of `(xs, ys, sample_weights)` lists, `on_epoch_end()` and `close()`. Every
+through one interface: `steps` batches an epoch (None: until the source runs out), `reset()`
+at the start of fit and of each evaluate, `batches()` over one epoch of `(xs, ys,
+sample_weights)` lists (continuing the pass the last epoch left, as Keras) and `close()`. Every
 batch is float32, C-contiguous, and checked against what the model expects before the loop
 sees it, so a bad batch raises before any weight changes.
 """
 
 import numpy as np
+
+from .epochs import Epochs
 
 
 class ModelSignature:
@@ -94,22 +97,13 @@ def class_weight_to_sample_weights(y, class_weight):
     return weights
 
 
-class DataAdapter:
-    """Base of the adapters; see the module docstring for the contract."""
-
-    #: batches per epoch, or None when the source decides (a generator without steps_per_epoch)
-    steps = None
-    #: set when a source ran out before `steps` batches; fit then stops as Keras does
-    exhausted = False
-
-    def batches(self):
-        raise NotImplementedError
-
-    def on_epoch_end(self):
-        """Called by the loop after each epoch (a PyDataset reshuffles here)."""
+class DataAdapter(Epochs):
+    """Base of the adapters; see the module docstring for the contract and epochs.py for how
+    passes over the data become epochs."""
 
     def close(self):
         """Stop background threads; the adapter is not used again."""
+        self._drop_pass()
 
     def __enter__(self):
         return self

@@ -9,6 +9,7 @@ A dataset may offer `_batch_into(index, buffer)`, writing its x straight into th
 buffer `buffer(shape)` gives it (ImageDataGenerator's iterators do): then nothing is copied.
 """
 
+import random
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
@@ -49,11 +50,9 @@ class PyDatasetAdapter(DataAdapter):
         if count is not None and count <= 0:
             raise ValueError(f"{owner}: {type(dataset).__name__} has {count} batches; expected "
                              "at least one")
-        self.count = count
-        self.steps = count
+        self.count = self.num_batches = count
         if steps_per_epoch is not None:
-            steps = positive_int(steps_per_epoch, "steps_per_epoch", owner)
-            self.steps = steps if count is None else min(steps, count)
+            self.steps_per_epoch = positive_int(steps_per_epoch, "steps_per_epoch", owner)
         self.shuffle = bool(shuffle) and count is not None
         self.ring = StagingRing(self.queue_size + 2)
         self.standardize = BatchStandardizer(signature, self.ring, type(dataset).__name__,
@@ -61,7 +60,7 @@ class PyDatasetAdapter(DataAdapter):
         self.pool = (ThreadPoolExecutor(max_workers=self.workers,
                                         thread_name_prefix="kiln-py-dataset")
                      if self.workers else None)
-        self.epoch = 0
+        self.epoch = -1  # counts batches() calls, for error messages
 
     def _fetch(self, index, step, slot):
         """Batch `index` of the dataset, checked and staged (in a worker thread)."""
@@ -73,37 +72,63 @@ class PyDatasetAdapter(DataAdapter):
             batch = self.dataset[int(index)]
         return self.standardize(batch, slot, where)
 
-    def _order(self):
-        """Batch indices of this epoch, shuffled from numpy's global generator (so
-        keras.utils.set_random_seed fixes them) when shuffle is on."""
-        if self.count is None:
-            return range(self.epoch * self.steps, (self.epoch + 1) * self.steps)
-        order = np.random.permutation(self.count) if self.shuffle else np.arange(self.count)
-        return order[:self.steps]
-
     def batches(self):
-        self.dataset.on_epoch_begin()
-        order = self._order()
-        slots = len(self.ring.slots)
-        if self.pool is None:
-            for step, index in enumerate(order):
-                yield self._fetch(index, step, step % slots)
-            return
-        pending = deque()
-        for step in range(min(self.queue_size, len(order))):
-            pending.append(self.pool.submit(self._fetch, order[step], step, step % slots))
-        for step in range(len(order)):
-            batch = pending.popleft().result()
-            ahead = step + len(pending) + 1
-            if ahead < len(order):
-                pending.append(self.pool.submit(self._fetch, order[ahead], ahead,
-                                                ahead % slots))
-            yield batch
-
-    def on_epoch_end(self):
         self.epoch += 1
+        return super().batches()
+
+    def _new_pass(self):
+        return _IndexPass(self)
+
+    def _source_epoch_begin(self):
+        self.dataset.on_epoch_begin()
+
+    def _source_epoch_end(self):
         self.dataset.on_epoch_end()
 
     def close(self):
+        super().close()
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _IndexPass:
+    """The dataset's batches in pass order: 0, 1, ... or, with shuffle, a shuffle of them
+    drawn from Python's `random` (as Keras 3, so keras.utils.set_random_seed fixes it) when
+    the pass's first batch is asked for; an endless dataset counts on."""
+
+    ended = False  # epochs.py never asks for more batches than a pass has
+
+    def __init__(self, adapter):
+        self.adapter, self.indices, self.position = adapter, None, 0
+
+    def _index(self, position):
+        if self.indices is None:
+            return position  # endless: Keras counts from 0 in each pass
+        return self.indices[position]
+
+    def take(self, count):
+        adapter = self.adapter
+        if self.indices is None and adapter.count is not None:
+            self.indices = list(range(adapter.count))
+            if adapter.shuffle:
+                random.shuffle(self.indices)
+        first, slots = self.position, len(adapter.ring.slots)
+        self.position += count
+        if adapter.pool is None:
+            for step in range(count):
+                yield adapter._fetch(self._index(first + step), step, step % slots)
+            return
+        pending = deque()
+        for step in range(min(adapter.queue_size, count)):
+            pending.append(adapter.pool.submit(adapter._fetch, self._index(first + step),
+                                               step, step % slots))
+        for step in range(count):
+            batch = pending.popleft().result()
+            ahead = step + len(pending) + 1
+            if ahead < count:
+                pending.append(adapter.pool.submit(adapter._fetch, self._index(first + ahead),
+                                                   ahead, ahead % slots))
+            yield batch
+
+    def close(self):
+        pass

@@ -59,6 +59,7 @@ class BatchStandardizer:
 
     def where(self, epoch, step, steps):
         of = f" of {steps}" if steps else ""
+        epoch = max(epoch, 0)  # the batch fetched before the first epoch belongs to it
         return (f"{self.signature.owner}: epoch {epoch + 1}, batch {step + 1}{of} from the "
                 f"{self.source}")
 
