@@ -3,9 +3,10 @@ written as Keras 2 / tf.keras wrote it and read from Keras 2, tf.keras, Keras 3 
 
     attrs   keras_version, backend, model_config (JSON: {"class_name", "config"} in Keras 2's
             form: no 'module', initializers as {"class_name", "config"}, an InputLayer's
-            batch_input_shape, layer calls as [[layer, node, tensor, kwargs], ...]),
+            batch_input_shape, layer calls as [[layer, node, tensor, kwargs], ...], a
+            registered class named "package>Name"),
             training_config (JSON: loss, metrics, weighted_metrics, loss_weights,
-            optimizer_config)
+            optimizer_config; a function by its (registered) name, as Keras 2 wrote it)
     model_weights           attrs layer_names (every layer), backend, keras_version
         <layer name>        attrs weight_names ("conv2d/kernel:0", ...): the layer's weights,
                             trainable first, each a dataset at that path
@@ -66,6 +67,9 @@ def keras2_config(value):
         return value
     converted = {key: keras2_config(item) for key, item in value.items()
                  if key not in ("module", "registered_name", "build_config")}
+    registered = value.get("registered_name")
+    if isinstance(registered, str) and ">" in registered:
+        converted["class_name"] = registered  # a registered class: "package>Name"
     if value.get("class_name") == "InputLayer" and "batch_shape" in converted.get("config", {}):
         inner = dict(converted["config"])
         inner["batch_input_shape"] = inner.pop("batch_shape")
@@ -78,6 +82,17 @@ def keras2_config(value):
                 isinstance(converted[key][0], str):
             converted[key] = [converted[key]]  # Keras 2 always lists them
     return converted
+
+
+def _function_names(value):
+    """Compile arguments with each function config as its name (Keras 2's training_config)."""
+    if isinstance(value, list):
+        return [_function_names(item) for item in value]
+    if isinstance(value, dict) and value.get("class_name") == "function":
+        return value.get("config")
+    if isinstance(value, dict) and "class_name" not in value:
+        return {key: _function_names(item) for key, item in value.items()}
+    return value
 
 
 def _keras2_node(node):
@@ -107,7 +122,7 @@ def save_legacy_h5(model, filepath, include_optimizer=True):
     if include_optimizer and entry.get("compile_config"):
         compiled = dict(entry["compile_config"])
         optimizer = compiled.pop("optimizer")
-        training_config = {key: keras2_config(compiled[key]) for key in (
+        training_config = {key: keras2_config(_function_names(compiled[key])) for key in (
             "loss", "metrics", "weighted_metrics", "loss_weights")}
         training_config["optimizer_config"] = {"class_name": optimizer["class_name"],
                                                "config": optimizer["config"]}

@@ -29,11 +29,28 @@ def _shape_list(shape):
 def serialize_layer(layer):
     """A layer's Keras 3 entry: serialize_keras_object plus its build_config."""
     config = serialize_keras_object(layer)
-    if type(layer).__name__ in _BUILT_FROM_SHAPE and layer._inbound_nodes:
+    if not layer._inbound_nodes:
+        return config
+    users_layer = not type(layer).__module__.startswith("kiln.")
+    if users_layer:
+        # Keras 3 records the shapes its build() got: those of the first argument of its
+        # first call (a tensor, or a list of them)
+        args = layer._inbound_nodes[0].call_args
+        if args:
+            config["build_config"] = {"input_shape": _shapes_of(args[0])}
+    elif type(layer).__name__ in _BUILT_FROM_SHAPE:
         tensors = layer._inbound_nodes[0].input_tensors
         shapes = [_shape_list(t.shape) for t in tensors]
         config["build_config"] = {"input_shape": shapes[0] if len(shapes) == 1 else shapes}
     return config
+
+
+def _shapes_of(structure):
+    if isinstance(structure, SymbolicTensor):
+        return _shape_list(structure.shape)
+    if isinstance(structure, (list, tuple)):
+        return [_shapes_of(item) for item in structure]
+    return None
 
 
 def serialize_model(model):

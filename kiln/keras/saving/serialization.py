@@ -99,21 +99,21 @@ def serialize_keras_object(obj):
     if not hasattr(obj, "get_config"):
         raise TypeError(f"serialize_keras_object: cannot serialize {obj!r} of type "
                         f"{type(obj).__name__}: it has no get_config()")
-    config = {"module": registered and type(obj).__module__ or _public_module(obj),
-              "class_name": type(obj).__name__, "config": obj.get_config(),
-              "registered_name": registered}
     from ..layers.base_layer import Layer
-    from ..models import Model
 
     own = type(obj).__name__ in _layer_table() or type(obj).__name__ in (
         "Sequential", "Functional")
-    if type(obj).__name__ == "Functional" and not registered:
+    if registered is None and isinstance(obj, Layer) and not own:
+        # a user's layer class, not registered: Keras 3 saves it under its class name, and
+        # loading it then needs the class in custom_objects (or a custom_object_scope)
+        registered = type(obj).__name__
+    module = type(obj).__module__ if registered else _public_module(obj)
+    config = {"module": None if module == "__main__" else module,  # as Keras writes it
+              "class_name": type(obj).__name__, "config": obj.get_config(),
+              "registered_name": registered}
+    if type(obj).__name__ == "Functional" and not _REGISTERED_NAMES.get(type(obj)):
         # where Keras 3 keeps the class, under the name it registers it with
         config["module"], config["registered_name"] = "keras.src.models.functional", "Functional"
-    if isinstance(obj, Layer) and not own and not registered and not isinstance(obj, Model):
-        raise ValueError(f"serialize_keras_object: the layer {obj.context} is of class "
-                         f"{type(obj).__name__}, which is not one of kiln's layers; register "
-                         "it with keras.saving.register_keras_serializable() to save it")
     return config
 
 
@@ -250,6 +250,8 @@ def deserialize_loss(identifier, custom_objects=None):
     config."""
     from ..losses import registry
 
+    if isinstance(identifier, str):  # Keras 2's form of a registered function: its name
+        return _named(identifier, custom_objects)
     if not isinstance(identifier, dict):
         return identifier
     if identifier.get("class_name") == "function":
@@ -266,6 +268,8 @@ def deserialize_metric(identifier, custom_objects=None):
     """A compile() metric from a saved compile config (names stay names)."""
     from .. import metrics
 
+    if isinstance(identifier, str):  # Keras 2's form of a registered function: its name
+        return _named(identifier, custom_objects)
     if not isinstance(identifier, dict):
         return identifier
     if identifier.get("class_name") == "function":
@@ -278,6 +282,13 @@ def deserialize_metric(identifier, custom_objects=None):
     inner = dict(identifier.get("config") or {})
     inner.pop("dtype", None)  # float32 always
     return cls(**inner)
+
+
+def _named(name, custom_objects):
+    """A loss or metric named by a string: the user's object registered (or passed) under that
+    name, else the name itself (Keras's own losses and metrics resolve in compile())."""
+    found = get_registered_object(name, custom_objects)
+    return name if found is None else found
 
 
 def _short(value, limit=120):
