@@ -48,6 +48,16 @@ class MemoryDesc:
         return cls(out)
 
     @classmethod
+    def with_strides(cls, dims, strides, data_type=dnnl.f32):
+        """A plain descriptor with explicit strides (in elements), e.g. a transposed view."""
+        out = ctypes.c_void_p()
+        check(lib.dnnl_memory_desc_create_with_strides(ctypes.byref(out), len(dims),
+                                                       to_dims(dims), data_type,
+                                                       to_dims(strides)),
+              "memory descriptor", f"dims {list(dims)} strides {list(strides)}")
+        return cls(out)
+
+    @classmethod
     def any(cls, dims, data_type=dnnl.f32):
         """A descriptor that lets the primitive choose the layout."""
         return cls.with_tag(dims, data_type, dnnl.format_tag_any)

@@ -1,0 +1,65 @@
+"""BatchedMatmul against float64 numpy and central differences: a tensor times a (K, N)
+weight at ranks 2 to 4 (a 4D image in both data formats), and two tensors (B plain or read
+transposed) at ranks 3 and 4."""
+
+import numpy as np
+import pytest
+from multi_input_checker import check_multi_input_op
+from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
+
+from kiln.ops.batched_matmul import BatchedMatmul
+
+
+@pytest.mark.parametrize("shape, data_format", [
+    ((3, 5), CHANNELS_LAST), ((2, 4, 5), CHANNELS_LAST), ((2, 3, 4, 5), CHANNELS_LAST),
+    ((2, 3, 4, 5), CHANNELS_FIRST)])
+def test_tensor_times_weight(shape, data_format):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    w = rng.standard_normal((5, 6))
+    dy = rng.standard_normal((*shape[:-1], 6))
+    op = BatchedMatmul("proj", data_format, weight=("w", (5, 6)))
+
+    def reference(x, params):
+        return x @ params["proj/w"]
+
+    def reference_grads(x, params, dy):
+        dw = x.reshape(-1, 5).T @ dy.reshape(-1, 6)
+        return dy @ params["proj/w"].T, {"proj/w": dw}
+
+    check_op(op, x, {"proj/w": w}, dy, reference, data_format,
+             reference_grads=reference_grads)
+
+
+@pytest.mark.parametrize("a_shape, b_shape, transpose_b", [
+    ((2, 3, 4), (2, 4, 5), False),     # bij,bjk->bik
+    ((2, 3, 4), (2, 5, 4), True),      # bqd,bkd->bqk
+    ((2, 3, 4, 5), (2, 3, 5, 2), False),  # bhqk,bhkd->bhqd
+    ((2, 3, 4, 5), (2, 3, 2, 5), True)])  # bhqd,bhkd->bhqk
+def test_two_tensors(a_shape, b_shape, transpose_b):
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+
+    def product(a, b):
+        return a @ (np.swapaxes(b, -1, -2) if transpose_b else b)
+
+    dy = rng.standard_normal(product(a, b).shape)
+
+    def reference_grads(xs, params, dy):
+        a, b = xs
+        b_read = np.swapaxes(b, -1, -2) if transpose_b else b
+        db = np.swapaxes(a, -1, -2) @ dy
+        return [dy @ np.swapaxes(b_read, -1, -2),
+                np.swapaxes(db, -1, -2) if transpose_b else db]
+
+    op = BatchedMatmul("attention", transpose_b=transpose_b)
+    check_multi_input_op(op, [a, b], dy, lambda xs, params: product(*xs),
+                         reference_grads=reference_grads, rtol=1e-4, atol=1e-5,
+                         grad_rtol=1e-4, grad_atol=1e-4)
+
+
+def test_shapes_that_do_not_fit_are_refused():
+    with pytest.raises(ValueError, match="BatchedMatmul 'attention'.*do not fit"):
+        BatchedMatmul("attention").output_dims([(1, 3, 4), (1, 5, 4)])
+    with pytest.raises(ValueError, match="weight's 5 rows"):
+        BatchedMatmul("proj", weight=("w", (5, 6))).output_dims((1, 4))
