@@ -220,17 +220,13 @@ class Model(Trainer, Layer):
             weight.assign(value)
 
     def save_weights(self, filepath, overwrite=True):
-        """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file, or, for
-        a name ending in `.h5` / `.hdf5`, the layers' weights as Keras 2 wrote them."""
+        """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file. Other
+        names are refused, as Keras 3 does (it reads Keras 2 `.h5` weights, never writes them)."""
         from ..distribution.data_parallel_loop import is_writer
-        from ..saving import legacy_weights, weights_file  # saving walks models: when used
+        from ..saving import weights_file  # saving walks models: imported when used
 
+        weights_file.check_weights_filepath(filepath)  # on every rank: the same error
         if not is_writer():  # data-parallel: rank 0 writes, the other ranks hold the same
-            return
-        if _is_legacy_weights_path(filepath):
-            if os.path.exists(filepath) and not overwrite:
-                return
-            legacy_weights.save_legacy_weights(self, os.fspath(filepath))
             return
         weights_file.save_weights(self, filepath, overwrite=overwrite)
 

@@ -7,8 +7,8 @@ weights file (`model.save_weights('w.h5')`), which is the same group at the file
 
 Reading matches the model's layers that have weights with the file's, in order (Keras 2's
 default: names may differ) or by name (`by_name=True`); every count and shape is checked before
-anything is assigned. `skip_mismatch=True` (with by_name, as Keras requires) skips mismatching
-layers with a warning instead of raising.
+anything is assigned. `skip_mismatch=True` (by order or by name, as Keras 3) skips mismatching
+weights with a warning instead of raising (a layer's whole set when its count differs).
 """
 
 import warnings
@@ -65,9 +65,6 @@ def write_named_arrays(group, weights):
 def load_layer_weights(model, group, filepath, by_name=False, skip_mismatch=False,
                        caller="load_model"):
     """Reads a Keras 2 layer-weights group into `model` (see the module docstring)."""
-    if skip_mismatch and not by_name:
-        raise ValueError(f"{caller}: skip_mismatch=True needs by_name=True for a Keras 2 .h5 "
-                         "weights file (layers are otherwise matched by order), as in Keras")
     saved = {}
     for name in attribute(group, "layer_names") or []:
         layer_group = get_group(group, name, filepath)
@@ -88,9 +85,8 @@ def load_layer_weights(model, group, filepath, by_name=False, skip_mismatch=Fals
                  in zip(layers, saved.items(), strict=True)]
     assignments, errors = [], []
     for layer, name, (layer_group, weight_names) in pairs:
-        error = _check(layer, name, layer_group, weight_names, filepath, assignments)
-        if error:
-            errors.append(error)
+        errors.extend(_check(layer, name, layer_group, weight_names, filepath, assignments,
+                             by_name=by_name))
     if errors and not skip_mismatch:
         raise ValueError(f"{caller}: {filepath}: " + "; ".join(errors))
     if errors:
@@ -100,20 +96,26 @@ def load_layer_weights(model, group, filepath, by_name=False, skip_mismatch=Fals
         weight.assign(value)
 
 
-def _check(layer, name, layer_group, weight_names, filepath, assignments):
+def _check(layer, name, layer_group, weight_names, filepath, assignments, by_name):
+    """The layer's mismatches; its matching weights go to `assignments`. As Keras 3: a count
+    mismatch skips the whole layer by name and is an error by order (even with
+    skip_mismatch); a shape mismatch skips only that weight, the layer's others still load."""
     expected = legacy_variables(layer)
     if len(weight_names) != len(expected):
-        return (f"layer '{name}' holds {len(weight_names)} weights, {layer.context} expects "
-                f"{len(expected)} {[w.shape for w in expected]}")
-    pairs = []
+        message = (f"layer '{name}' holds {len(weight_names)} weights, {layer.context} "
+                   f"expects {len(expected)} {[w.shape for w in expected]}")
+        if not by_name:
+            raise ValueError(f"load_weights: {filepath}: {message}")
+        return [message]
+    errors = []
     for weight, weight_name in zip(expected, weight_names, strict=True):
         value = read_array(layer_group, weight_name, filepath)
         if value.shape != weight.shape:
-            return (f"'{name}/{weight_name}' has shape {value.shape}, {layer.context} "
-                    f"expects {weight.shape} for '{weight.name}'")
-        pairs.append((weight, value))
-    assignments.extend(pairs)
-    return None
+            errors.append(f"'{name}/{weight_name}' has shape {value.shape}, {layer.context} "
+                          f"expects {weight.shape} for '{weight.name}'")
+        else:
+            assignments.append((weight, value))
+    return errors
 
 
 # -- Keras 2 weights files --------------------------------------------------------------------

@@ -75,7 +75,7 @@ def load_weights(model, filepath, skip_mismatch=False, **kwargs):
     Keras 3 `.keras` model file (its `model.weights.h5` member), as Keras's load_weights."""
     filepath = os.fspath(filepath)
     if kwargs:
-        # Keras 3 takes `by_name` only for Keras 2 .h5 files, which kiln does not read yet
+        # Keras 3 takes `by_name` only for Keras 2 .h5 files (model.load_weights reads those)
         raise ValueError(f"load_weights: invalid keyword arguments {sorted(kwargs)} for "
                          f"{filepath}; Keras 2's by_name applies to legacy .h5 weights files "
                          f"only, and .weights.h5 / .keras files match layers by path")
@@ -159,9 +159,9 @@ def check_weights_filepath(filepath, caller="save_weights"):
         return filepath
     if filepath.endswith((".h5", ".hdf5")):
         raise ValueError(
-            f"{caller}: {filepath} names a Keras 2 legacy HDF5 weights file (.h5), which "
-            f"kiln does not {'write' if caller == 'save_weights' else 'read'} yet; kiln "
-            f"supports the Keras 3 weights format: use a filepath ending in '{WEIGHTS_SUFFIX}'")
+            f"{caller}: {filepath} names a Keras 2 HDF5 weights file (.h5); Keras 3 and kiln "
+            "read those (load_weights, with by_name / skip_mismatch) but write weights only "
+            f"in the Keras 3 format: use a filepath ending in '{WEIGHTS_SUFFIX}'")
     raise ValueError(f"{caller}: the filename must end in '{WEIGHTS_SUFFIX}' (the Keras 3 "
                      f"weights format). Received: filepath={filepath}")
 
@@ -182,8 +182,9 @@ def _require_built(model, caller):
 def _refuse_other_formats(h5_file, filepath):
     if "layer_names" in h5_file.attrs or "model_weights" in h5_file:
         raise ValueError(f"load_weights: {filepath} holds Keras 2 legacy HDF5 weights "
-                         "(layer_names / model_weights), which kiln does not read yet; it "
-                         f"reads the Keras 3 weights format ('{WEIGHTS_SUFFIX}')")
+                         f"(layer_names / model_weights), not the Keras 3 format its "
+                         f"'{WEIGHTS_SUFFIX}' name says; give it a name ending in '.h5' to "
+                         "read it as Keras 2 weights (Keras 3 also decides by the name)")
     if "vars" not in h5_file and "layers" not in h5_file:
         raise ValueError(f"load_weights: {filepath} is an HDF5 file but not a Keras weights "
                          "file (it has neither a 'vars' nor a 'layers' group)")

@@ -63,8 +63,8 @@ def test_by_order_by_name_and_skip_mismatch(tmp_path):
         load_legacy_weights(wrong, tmp_path / "w.h5", by_name=True)
     with pytest.warns(UserWarning, match="skipping"):
         load_legacy_weights(wrong, tmp_path / "w.h5", by_name=True, skip_mismatch=True)
-    with pytest.raises(ValueError, match="by_name=True"):
-        load_legacy_weights(wrong, tmp_path / "w.h5", skip_mismatch=True)
+    with pytest.raises(ValueError, match="holds weights for 4 layers"):
+        load_legacy_weights(wrong, tmp_path / "w.h5", skip_mismatch=True)  # Keras 3 too
     with pytest.raises(ValueError, match="holds weights for 4 layers"):
         load_legacy_weights(wrong, tmp_path / "w.h5")
 
@@ -82,20 +82,90 @@ def test_weights_of_a_keras2_model_file(tmp_path):
         load_legacy_weights(target, tmp_path / "other.h5")
 
 
-def test_model_save_and_load_weights_take_keras2_h5_names(tmp_path):
-    """model.save_weights('w.h5') writes Keras 2's layout (Keras 3 reads it); load_weights
-    of an .h5 name reads it back, by order or by_name, as Keras 3's load_weights does."""
+def test_model_save_weights_refuses_h5_names_as_keras3(tmp_path):
     keras = keras_oracle.real_keras()
+    ours = models_for_saving.sequential_cnn(kk)
+    theirs = models_for_saving.sequential_cnn(keras)
+    with pytest.raises(ValueError, match="weights.h5"):
+        theirs.save_weights(tmp_path / "w.h5")
+    for name in ("w.h5", "w.hdf5", "w.npz"):
+        with pytest.raises(ValueError, match=r"save_weights: .*'\.weights\.h5'") as error:
+            ours.save_weights(tmp_path / name)
+        assert name in str(error.value)
+        assert not (tmp_path / name).exists()
+
+
+def keras_h5_with_a_changed_head(tmp_path):
+    """A Keras 3 .h5 model file of sequential_cnn, and kiln's model with the last Dense
+    (named 'head') widened from 3 to 4 units and the first Dense renamed."""
+    keras = keras_oracle.real_keras()
+    theirs = models_for_saving.sequential_cnn(keras)
+    theirs.layers[-2].name = "head"  # Keras names the layer before the model is built
+    theirs.save(tmp_path / "theirs.h5")
+    L = kk.layers
+    ours = kk.Sequential([
+        kk.Input((8, 8, 3)),
+        L.Conv2D(4, 3, padding="same", activation="relu", name=theirs.layers[0].name),
+        L.Conv2D(4, 3, activation="relu", name=theirs.layers[1].name),
+        L.MaxPooling2D(), L.Flatten(), L.Dense(8, activation="relu", name="renamed"),
+        L.Dense(4, name="head"), L.Activation("softmax")])
+    ours.build()
+    return theirs, ours
+
+
+def test_keras_h5_by_name_with_skip_mismatch(tmp_path):
+    theirs, ours = keras_h5_with_a_changed_head(tmp_path)
+    before = ours.get_weights()
+    with pytest.raises(ValueError, match=r"'head/.*kernel' has shape \(8, 3\)"):
+        ours.load_weights(tmp_path / "theirs.h5", by_name=True)
+    for a, b in zip(ours.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(a, b)  # nothing assigned
+    with pytest.warns(UserWarning, match="head"):
+        ours.load_weights(tmp_path / "theirs.h5", by_name=True, skip_mismatch=True)
+    got, kept, want = ours.get_weights(), before, theirs.get_weights()
+    for index in (0, 1, 2, 3):  # the two convolutions: by name, Keras's values
+        np.testing.assert_array_equal(got[index], np.asarray(want[index]))
+    for index in (4, 5, 6, 7):  # 'renamed' is not in the file, 'head' has other shapes
+        np.testing.assert_array_equal(got[index], kept[index])
+    # what Keras 3 itself loads into the same changed model
+    keras = keras_oracle.real_keras()
+    oracle = keras.Sequential([
+        keras.Input((8, 8, 3)),
+        keras.layers.Conv2D(4, 3, padding="same", name=theirs.layers[0].name),
+        keras.layers.Conv2D(4, 3, name=theirs.layers[1].name), keras.layers.MaxPooling2D(),
+        keras.layers.Flatten(), keras.layers.Dense(8, name="renamed"),
+        keras.layers.Dense(4, name="head")])
+    oracle_before = [np.asarray(w) for w in oracle.get_weights()]
+    with pytest.warns(UserWarning):
+        oracle.load_weights(tmp_path / "theirs.h5", by_name=True, skip_mismatch=True)
+    for index, value in enumerate(oracle.get_weights()):
+        expected = np.asarray(want[index]) if index < 4 else oracle_before[index]
+        np.testing.assert_array_equal(np.asarray(value), expected)
+
+
+def test_keras_h5_by_order_with_skip_mismatch_loads_matching_shapes(tmp_path):
+    """By order (Keras 3 allows skip_mismatch there): 'renamed' gets the first Dense's
+    weights; 'head' keeps its kernel and bias, whose shapes differ."""
+    theirs, ours = keras_h5_with_a_changed_head(tmp_path)
+    kept = ours.get_weights()
+    with pytest.warns(UserWarning, match="head"):
+        ours.load_weights(tmp_path / "theirs.h5", skip_mismatch=True)
+    got, want = ours.get_weights(), theirs.get_weights()
+    for index in range(6):
+        np.testing.assert_array_equal(got[index], np.asarray(want[index]))
+    for index in (6, 7):
+        np.testing.assert_array_equal(got[index], kept[index])
+    x, _ = models_for_saving.data()
+    assert ours.predict(x, verbose=0).shape == (16, 4)
+
+
+def test_model_load_weights_takes_keras2_h5_names(tmp_path):
+    """load_weights of an .h5 name reads Keras 2's layout, by order or by_name, as Keras 3's
+    load_weights does; other keyword arguments are refused."""
     kk.backend.clear_session()  # the same automatic layer names for `again` below (by_name)
     ours = models_for_saving.BUILDERS["sequential_cnn"](kk)
-    ours.save_weights(tmp_path / "w.h5")
-    with h5py.File(tmp_path / "w.h5") as h5:
-        assert "layer_names" in h5.attrs and "vars" not in h5
-    theirs = models_for_saving.BUILDERS["sequential_cnn"](keras)
-    theirs.load_weights(tmp_path / "w.h5")
+    save_legacy_weights(ours, tmp_path / "w.h5")
     x, _ = models_for_saving.data()
-    np.testing.assert_allclose(theirs.predict(x, verbose=0), ours.predict(x, verbose=0),
-                               rtol=keras_oracle.RTOL, atol=keras_oracle.ATOL)
     kk.backend.clear_session()
     again = models_for_saving.BUILDERS["sequential_cnn"](kk)
     again.load_weights(tmp_path / "w.h5", by_name=True)
