@@ -159,9 +159,9 @@ def check_weights_filepath(filepath, caller="save_weights"):
         return filepath
     if filepath.endswith((".h5", ".hdf5")):
         raise ValueError(
-            f"{caller}: {filepath} names a Keras 2 HDF5 weights file (.h5); Keras 3 and kiln "
-            "read those (load_weights, with by_name / skip_mismatch) but write weights only "
-            f"in the Keras 3 format: use a filepath ending in '{WEIGHTS_SUFFIX}'")
+            f"{caller}: {filepath} names a Keras 2 legacy HDF5 weights file (.h5); Keras 3 "
+            "and kiln read those (load_weights, with by_name / skip_mismatch) but write "
+            f"weights only in the Keras 3 format: use a filepath ending in '{WEIGHTS_SUFFIX}'")
     raise ValueError(f"{caller}: the filename must end in '{WEIGHTS_SUFFIX}' (the Keras 3 "
                      f"weights format). Received: filepath={filepath}")
 
