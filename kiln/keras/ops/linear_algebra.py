@@ -1,57 +1,151 @@
 """keras.ops.matmul / dot / einsum / tensordot: eager with numpy.
 
-Inside a model, `matmul(x, self.w)` (or `dot`, or `x @ self.w`) of a (batch, features)
-tensor and a (features, units) weight from add_weight is the engine's Dense op (oneDNN inner
-product, the weight its kernel, so it trains); other products have no engine op yet.
+Inside a model two families are planned onto oneDNN:
+- a tensor times a (K, N) weight from add_weight, contracting the tensor's last axis
+  (`matmul(x, self.w)`, `x @ self.w`, `dot`, `tensordot(x, self.w, axes=1)`,
+  `einsum("...i,ij->...j")` with any named axes): a (batch, features) tensor is the engine's
+  Dense op (an inner product, which also reads a flattened image without a copy), any other
+  rank BatchedMatmul's weight form. The weight is the op's parameter, so it trains.
+- a product of two activations, batched over equal leading axes (attention-style):
+  `matmul(a, b)` of ranks >= 3, `einsum("bij,bjk->bik")`, `"bqd,bkd->bqk"` (b read
+  transposed), and the same with more batch axes ("bhqd,bhkd->bhqk"): BatchedMatmul.
+Other products are refused by name.
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
+from ...ops.batched_matmul import BatchedMatmul
 from ...ops.dense import Dense
 from ..layers.custom_weights import bind_dims
 from ..layers.weight import Weight
-from .core import eager_operand, is_symbolic, keras_array, not_in_model, result, where
+from .core import eager_operand, is_symbolic, keras_array, not_in_model, op_name, result, where
+
+PLANNED = ("a tensor times a (K, N) weight from add_weight over the tensor's last axis, or "
+           "two tensors (..., M, K) x (..., K, N) with equal leading axes, B possibly "
+           "transposed")
 
 
 def _times_weight(function, x, weight):
-    """x (batch, features) times weight (features, units) as an inner product."""
-    if len(x.shape) != 2 or len(weight.shape) != 2:
-        not_in_model(function, f"of shapes {x.shape} and {weight.shape}; a (batch, features) "
-                               "tensor times a (features, units) weight is planned")
-    if x.shape[1] != weight.shape[0]:
+    """x (..., K) times weight (K, N): Dense for 2D x, else BatchedMatmul's weight form."""
+    if len(weight.shape) != 2 or len(x.shape) < 2:
+        not_in_model(function, f"of shapes {x.shape} and {weight.shape}; planned: {PLANNED}")
+    if x.shape[-1] != weight.shape[0]:
         raise ValueError(f"{where()}: keras.ops.{function}: shapes {x.shape} and "
-                         f"{weight.shape} do not fit ({x.shape[1]} != {weight.shape[0]})")
+                         f"{weight.shape} do not fit ({x.shape[-1]} != {weight.shape[0]})")
     owner, short = weight.path.rsplit("/", 1)
-    op = Dense(owner, weight.shape[1], None, use_bias=False, kernel_name=short)
+    if len(x.shape) == 2:
+        op = Dense(owner, weight.shape[1], None, use_bias=False, kernel_name=short)
+    else:
+        op = BatchedMatmul(owner, x.data_format, weight=(short, weight.shape))
     dims, tag = op.parameter_dims(x.dims)[short]
     bind_dims(weight, dims, tag, where())
     return apply(op, x)
 
 
+def _times_tensor(function, a, b, transpose_b=False):
+    """(..., M, K) x (..., K, N) (or (..., N, K) read transposed), batched."""
+    if len(a.shape) < 3 or len(a.shape) != len(b.shape) or a.data_format != b.data_format:
+        not_in_model(function, f"of shapes {a.shape} and {b.shape}; planned: {PLANNED}")
+    op = BatchedMatmul(op_name(function), a.data_format, transpose_b=transpose_b)
+    try:
+        op.output_dims([a.dims, b.dims])
+    except ValueError as error:
+        raise ValueError(f"{where()}: keras.ops.{function}: {error}") from None
+    return apply(op, [a, b])
+
+
+def _symbolic_product(function, x1, x2):
+    if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight):
+        return _times_weight(function, x1, x2)
+    if function == "matmul" and isinstance(x1, SymbolicTensor) \
+            and isinstance(x2, SymbolicTensor):
+        return _times_tensor(function, x1, x2)
+    not_in_model(function, f"planned: {PLANNED}")
+
+
 def matmul(x1, x2):
     if is_symbolic(x1, x2):
-        if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight):
-            return _times_weight("matmul", x1, x2)
-        not_in_model("matmul", "only a tensor times a weight from add_weight is planned")
+        return _symbolic_product("matmul", x1, x2)
     return result(np.matmul(keras_array(x1), keras_array(x2)))
 
 
 def dot(x1, x2):
     if is_symbolic(x1, x2):
-        if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight):
-            return _times_weight("dot", x1, x2)
-        not_in_model("dot", "only a tensor times a weight from add_weight is planned")
+        return _symbolic_product("dot", x1, x2)
     return result(np.dot(eager_operand(x1), eager_operand(x2)))
 
 
 def tensordot(x1, x2, axes=2):
     if is_symbolic(x1, x2):
-        not_in_model("tensordot")
+        if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight):
+            last = len(x1.shape) - 1
+            if axes == 1 or _axis_pairs(axes) in ([(last, 0)], [(-1, 0)]):
+                return _times_weight("tensordot", x1, x2)
+        not_in_model("tensordot", f"axes={axes!r}; planned: axes=1 (the tensor's last axis "
+                                  "against a (K, N) weight's first)")
     return result(np.tensordot(keras_array(x1), keras_array(x2), axes))
+
+
+def _axis_pairs(axes):
+    try:
+        first, second = axes
+        first = list(first) if isinstance(first, (list, tuple)) else [first]
+        second = list(second) if isinstance(second, (list, tuple)) else [second]
+        return list(zip(first, second, strict=True))
+    except (TypeError, ValueError):
+        return None
 
 
 def einsum(subscripts, *operands):
     if is_symbolic(*operands):
-        not_in_model("einsum")
+        return _symbolic_einsum(subscripts, operands)
     return result(np.einsum(subscripts, *[keras_array(o) for o in operands]))
+
+
+def _symbolic_einsum(subscripts, operands):
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    if arrow and len(terms) == 2 and len(operands) == 2:
+        (s1, s2), (x1, x2) = terms, operands
+        if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight) \
+                and _is_weight_pattern(s1, s2, output, len(x1.shape)):
+            return _times_weight("einsum", x1, x2)
+        if isinstance(x1, SymbolicTensor) and isinstance(x2, SymbolicTensor):
+            transpose_b = _pair_pattern(s1, s2, output)
+            if transpose_b is not None and len(s1) == len(x1.shape) == len(x2.shape):
+                return _times_tensor("einsum", x1, x2, transpose_b)
+    not_in_model("einsum", f"subscripts {subscripts!r}; planned: \"...i,ij->...j\" with a "
+                           "weight from add_weight, \"bij,bjk->bik\" and \"bik,bjk->bij\" "
+                           "(more leading axes allowed) of two tensors")
+
+
+def _is_weight_pattern(s1, s2, output, rank):
+    """"<axes>i,ij-><axes>j" (the axes named, one per tensor axis, or "...")."""
+    if len(s2) != 2 or not s1 or s2[0] != s1[-1] or output != s1[:-1] + s2[1]:
+        return False
+    prefix = s1[:-1]
+    if prefix == "...":
+        return s2[0] != s2[1] and "." not in s2
+    letters = prefix + s2
+    return len(s1) == rank and letters.isalpha() and len(set(letters)) == len(letters)
+
+
+def _pair_pattern(s1, s2, output):
+    """False for "<batch>mk,<batch>kn-><batch>mn", True for "<batch>mk,<batch>nk-><batch>mn",
+    None otherwise."""
+    if len(s1) < 3 or len(s1) != len(s2) or len(output) != len(s1) or not s1.isalpha():
+        return None
+    batch, m, k = s1[:-2], s1[-2], s1[-1]
+    if s2[:-2] != batch or output[:-2] != batch or output[-2] != m:
+        return None
+    n = output[-1]
+    letters = batch + m + k + n
+    if len(set(letters)) != len(letters):
+        return None
+    if s2[-2:] == k + n:
+        return False
+    if s2[-2:] == n + k:
+        return True
+    return None
