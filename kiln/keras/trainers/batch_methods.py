@@ -35,7 +35,8 @@ class BatchMethods:
                       callbacks=None, validation_data=None, validation_steps=None,
                       validation_freq=1, class_weight=None, max_queue_size=10, workers=1,
                       use_multiprocessing=False, shuffle=True, initial_epoch=0):
-        """Keras 2: fit on a generator or Sequence; `workers` threads fetch the batches."""
+        """Keras 2: fit on a generator or Sequence; `workers` threads (processes with
+        use_multiprocessing, for a Sequence) fetch the batches."""
         warnings.warn("Model.fit_generator is deprecated (Keras 2); use Model.fit, which "
                       "supports generators and PyDatasets", DeprecationWarning, stacklevel=2)
         if not self.compiled:

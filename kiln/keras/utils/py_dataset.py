@@ -1,7 +1,8 @@
 """PyDataset (Keras 2's Sequence): a dataset that returns whole batches by index.
 
-Because every batch has an index, fit can fetch several at once in worker threads and still
-train on them in order, exactly once each per epoch (a generator gives no such guarantee).
+Because every batch has an index, fit can fetch several at once in worker threads (or
+processes) and still train on them in order, exactly once each per epoch (a generator gives no
+such guarantee).
 `workers`, `use_multiprocessing` and `max_queue_size` configure how fit fetches; iterating
 over the dataset by hand uses none of them.
 """
@@ -17,9 +18,12 @@ class PyDataset:
     (x,), (x, y) or (x, y, sample_weight). Optionally `on_epoch_begin` / `on_epoch_end`.
 
     Args:
-        workers: threads fit uses to fetch batches ahead (0: fetch in the training thread).
-        use_multiprocessing: processes instead of threads; kiln refuses it (its workers are
-            threads: numpy, Pillow and kiln's kernels release the GIL).
+        workers: threads (or processes) fit uses to fetch batches ahead (0: fetch in the
+            training thread).
+        use_multiprocessing: `workers` processes instead of threads, forked at each epoch
+            from the training process as it is then; their `__getitem__` must not run
+            OpenMP code (a kiln model, a numba parallel kernel). Threads suffice for numpy,
+            Pillow and kiln's augmentation kernels, which release the GIL.
         max_queue_size: batches fetched ahead at most.
 
     Example:

@@ -188,13 +188,6 @@ def test_a_generator_that_runs_out_warns_and_fit_goes_on_as_in_keras():
     assert len(losses) == 5 and losses[2] == losses[1]  # an empty epoch logs the last one's
 
 
-def test_use_multiprocessing_is_refused_by_fit_generator():
-    net = model()
-    with pytest.raises(ValueError, match="use_multiprocessing=True is not supported"), \
-            pytest.warns(DeprecationWarning):
-        net.fit_generator(Batches(X, Y, 16), use_multiprocessing=True, workers=2)
-
-
 def test_augmented_fit_generator_with_four_workers_repeats_exactly_under_a_seed():
     """Worker threads finish batches in any order; the weights must not care."""
     def train():

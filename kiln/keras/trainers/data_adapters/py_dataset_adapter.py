@@ -1,23 +1,29 @@
-"""PyDataset / Sequence: batches fetched by index in worker threads, trained on in order.
+"""PyDataset / Sequence: batches fetched by index in worker threads or processes, trained on
+in order.
 
 `workers` threads call `dataset[index]` for up to `max_queue_size` batches ahead and check and
 stage each one; the loop takes them in epoch order, so a run is the same whatever thread
-finished first. Threads, not processes: the heavy parts of a batch (numpy, Pillow decoding,
-kiln's augmentation kernels) release the GIL, and forking a process that holds OpenMP and
-oneDNN thread pools is unsafe, so `use_multiprocessing=True` is refused with an error.
+finished first. Threads are the default because the heavy parts of a batch (numpy, Pillow
+decoding, kiln's augmentation kernels) release the GIL. With `use_multiprocessing=True`, as in
+Keras 3, `workers` processes compute `dataset[index]` instead (forked at the start of each
+epoch's batches: worker_processes.py says why and what may run in them) and the threads only
+check and stage what they send back.
 A dataset may offer `_batch_into(index, buffer)`, writing its x straight into the staging
-buffer `buffer(shape)` gives it (ImageDataGenerator's iterators do): then nothing is copied.
+buffer `buffer(shape)` gives it (ImageDataGenerator's iterators do): then nothing is copied
+(in threads only: a process cannot write into the parent's buffers).
 """
 
 import random
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 
 from .array_adapter import positive_int
 from .data_adapter import DataAdapter
 from .staged_batches import BatchStandardizer, StagingRing
+from .worker_processes import WorkerProcesses
 
 
 class PyDatasetAdapter(DataAdapter):
@@ -33,15 +39,14 @@ class PyDatasetAdapter(DataAdapter):
         multiprocessing = (dataset.use_multiprocessing if use_multiprocessing is None
                            else use_multiprocessing)
         queue_size = dataset.max_queue_size if max_queue_size is None else max_queue_size
-        if multiprocessing:
-            raise ValueError(f"{owner}: use_multiprocessing=True is not supported: kiln fetches "
-                             f"batches of {type(dataset).__name__} in worker threads (set "
-                             "use_multiprocessing=False and workers=N; numpy and kiln's "
-                             "augmentation kernels run outside the GIL)")
         if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) \
                 or workers < 0:
             raise ValueError(f"{owner}: argument workers must be an int >= 0, got {workers!r}")
         self.workers = int(workers)
+        # as Keras: processes only when there is a worker to run (workers=0 fetches in the
+        # training thread whatever use_multiprocessing says)
+        self.use_processes = bool(multiprocessing) and self.workers > 0
+        self.processes = None  # the WorkerProcesses of the epoch being fetched
         self.queue_size = positive_int(queue_size, "max_queue_size", owner)
         count = dataset.num_batches
         if count is None and steps_per_epoch is None:
@@ -66,11 +71,39 @@ class PyDatasetAdapter(DataAdapter):
         """Batch `index` of the dataset, checked and staged (in a worker thread)."""
         where = self.standardize.where(self.epoch, step, self.steps)
         batch_into = getattr(self.dataset, "_batch_into", None)
-        if batch_into is not None:
-            batch = batch_into(index, lambda shape: self.ring.buffer(slot, ("x", 0), shape))
-        else:
-            batch = self.dataset[int(index)]
+        try:
+            if batch_into is not None:
+                batch = batch_into(index,
+                                   lambda shape: self.ring.buffer(slot, ("x", 0), shape))
+            else:
+                batch = self.dataset[int(index)]
+        except Exception as error:
+            error.add_note(f"{where}: raised by {type(self.dataset).__name__}[{index}]")
+            raise
         return self.standardize(batch, slot, where)
+
+    def _stage_fetched(self, processes, future, index, step, slot):
+        """The batch a worker process computed, checked and staged (in a worker thread)."""
+        where = self.standardize.where(self.epoch, step, self.steps)
+        return self.standardize(processes.result(future, index, where), slot, where)
+
+    @contextmanager
+    def _fetching(self):
+        """`submit(index, step, slot)`, giving a future of the staged batch, for one epoch's
+        batches. Worker processes are forked here, after the epoch's on_epoch_begin, and
+        ended when the batches are done; at once if the epoch was left early or failed."""
+        if not self.use_processes:
+            yield lambda index, step, slot: self.pool.submit(self._fetch, index, step, slot)
+            return
+        processes = self.processes = WorkerProcesses(self.dataset, self.workers)
+        finished = False
+        try:
+            yield lambda index, step, slot: self.pool.submit(
+                self._stage_fetched, processes, processes.submit(index), index, step, slot)
+            finished = True
+        finally:
+            self.processes = None
+            processes.close(abort=not finished)
 
     def batches(self):
         self.epoch += 1
@@ -87,6 +120,9 @@ class PyDatasetAdapter(DataAdapter):
 
     def close(self):
         super().close()
+        if self.processes is not None:
+            self.processes.close(abort=True)
+            self.processes = None
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
@@ -118,17 +154,18 @@ class _IndexPass:
             for step in range(count):
                 yield adapter._fetch(self._index(first + step), step, step % slots)
             return
-        pending = deque()
-        for step in range(min(adapter.queue_size, count)):
-            pending.append(adapter.pool.submit(adapter._fetch, self._index(first + step),
-                                               step, step % slots))
-        for step in range(count):
-            batch = pending.popleft().result()
-            ahead = step + len(pending) + 1
-            if ahead < count:
-                pending.append(adapter.pool.submit(adapter._fetch, self._index(first + ahead),
-                                                   ahead, ahead % slots))
-            yield batch
+        if count == 0:
+            return  # no batch: no worker process to start
+        with adapter._fetching() as submit:
+            pending = deque()
+            for step in range(min(adapter.queue_size, count)):
+                pending.append(submit(self._index(first + step), step, step % slots))
+            for step in range(count):
+                batch = pending.popleft().result()
+                ahead = step + len(pending) + 1
+                if ahead < count:
+                    pending.append(submit(self._index(first + ahead), ahead, ahead % slots))
+                yield batch
 
     def close(self):
         pass
