@@ -106,7 +106,7 @@ def command_augmentation(args):
     steps = -(-args.samples // 32)
     print(f"cifar10_cnn {args.format}, {args.samples} samples ({steps} steps of 32): epoch "
           f"{plain:.2f} s on arrays, {augmented:.2f} s with the example's augmentation "
-          f"(+{100 * (augmented / plain - 1):.1f}%), medians of {args.rounds}")
+          f"({100 * (augmented / plain - 1):+.1f}%), medians of {args.rounds}")
     return 0
 
 
