@@ -43,14 +43,20 @@ class Policy:
 _global = [Policy("float32")]
 
 
-def set_global_policy(policy):
-    """Set the policy for layers and models created afterwards."""
+def runnable_policy(policy, stacklevel=2):
+    """The policy kiln runs for `policy` on this CPU: mixed_bfloat16 falls back to float32,
+    with a warning, where bf16 is not native."""
     policy = policy if isinstance(policy, Policy) else Policy(policy)
     if policy.name == "mixed_bfloat16" and not native_bf16():
         warnings.warn("mixed_bfloat16: this CPU has no native bf16 (avx512_bf16 or AMX); "
-                      "keeping float32", stacklevel=2)
+                      "keeping float32", stacklevel=stacklevel + 1)
         policy = Policy("float32")
-    _global[0] = policy
+    return policy
+
+
+def set_global_policy(policy):
+    """Set the policy for layers and models created afterwards."""
+    _global[0] = runnable_policy(policy, stacklevel=2)
 
 
 def global_policy():

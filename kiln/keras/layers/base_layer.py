@@ -20,22 +20,14 @@ from ...plan.parameters import ParameterStore
 from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .custom_weights import keras_weight
+from .dtype_policies import checked_policy_name, dtype_name, policy_config  # noqa: F401
 from .layer_tracing import auto_config, check_one_graph_for_training, layer_sources
 from .weight import Weight
 
 _name_counts = defaultdict(int)
 
 # Keras 3 serializes a layer's dtype as its DTypePolicy
-FLOAT32_POLICY = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
-                  "registered_name": None}
-
-
-def dtype_name(dtype):
-    """A dtype given as a name or as a Keras 3 DTypePolicy config: its name."""
-    if isinstance(dtype, dict) and dtype.get("class_name") in ("DTypePolicy",
-                                                               "FloatDTypePolicy"):
-        return (dtype.get("config") or {}).get("name")
-    return dtype
+FLOAT32_POLICY = policy_config("float32")
 
 
 def reset_names():
@@ -128,10 +120,9 @@ class Layer:
             input_shape = (input_dim,)
         self.input_shape_arg = tuple(input_shape) if input_shape is not None else None
         self._trainable = bool(trainable)
-        dtype = dtype_name(dtype)
-        if dtype not in (None, "float32"):
-            raise ValueError(f"{cls} '{self.name}': argument dtype must be 'float32', "
-                             f"got {dtype!r}")
+        # None: the layer follows the policy of the model it is built in
+        self._dtype_policy = checked_policy_name(dtype, f"{cls} '{self.name}'")
+        self.compute_policy = None  # the policy its model runs, once built in one
         self.built = False
         self._store = None
         self._weights = []
@@ -372,10 +363,20 @@ class Layer:
         return self.output_shape
 
     # -- serialization ------------------------------------------------------------------------
+    @property
+    def policy_name(self):
+        """The dtype policy the layer computes in: its model's once built, else the one it was
+        given, else the global policy (as Keras 3 writes it in the config)."""
+        from .. import mixed_precision
+
+        return (self.compute_policy or self._dtype_policy
+                or mixed_precision.global_policy().name)
+
     def get_config(self):
         """Keras 3's config: name, trainable, dtype (its policy), activity_regularizer when set;
         the input shape is not part of it (a Sequential config starts with its InputLayer)."""
-        config = {"name": self.name, "trainable": self.trainable, "dtype": FLOAT32_POLICY}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "dtype": policy_config(self.policy_name)}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers.serialize(self.activity_regularizer)
         auto = self.__dict__.get("_auto_config")

@@ -24,6 +24,9 @@ class InputLayer(Layer):
         if shape is None and batch_shape is not None:
             batch_size, shape = batch_shape[0], tuple(batch_shape)[1:]
         super().__init__(input_shape=shape, **kwargs)
+        if self._dtype_policy not in (None, "float32"):  # the input's data type, not a policy
+            raise ValueError(f"{self.context}: argument dtype must be 'float32', got "
+                             f"{kwargs.get('dtype')!r}")
         if self.input_shape_arg is None:
             raise ValueError(f"{self.context}: argument shape must be given, e.g. (28, 28, 1)")
         if any(d is None or int(d) <= 0 for d in self.input_shape_arg):

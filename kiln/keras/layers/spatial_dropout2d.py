@@ -27,5 +27,6 @@ class SpatialDropout2D(Layer):
 
     def get_config(self):
         # Keras 3's own keys: no 'trainable', the dtype by name
-        return {"rate": self.rate, "seed": self.seed, "name": self.name, "dtype": "float32",
+        return {"rate": self.rate, "seed": self.seed, "name": self.name,
+                "dtype": self.policy_name,
                 "data_format": self.data_format}

@@ -19,9 +19,9 @@ from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...plan.parameters import ParameterStore
 from ...plan.step_plan import StepPlan
-from .. import mixed_precision
 from ..layers.base_layer import Layer, flatten, unique_name
-from ..layers.input_layer import Input
+from ..layers.dtype_policies import model_policy
+from ..layers.input_layer import Input, InputLayer
 from ..trainers import Trainer
 from .functional import map_layers, replay
 
@@ -67,8 +67,12 @@ class Model(Trainer, Layer):
         if self._layers is None:
             self._layers = ordered if layers is None else layers
         self.data_format = self.inputs[0].data_format
-        # The policy in force when the model is built decides its compute type, as in Keras.
-        self.compute_dtype = mixed_precision.global_policy().compute_dtype
+        # The policy the layers were made with (or loaded with) decides the compute type
+        policy = model_policy(self, self._layers)
+        self.compute_dtype = policy.compute_dtype
+        for layer in [self, *self._layers]:
+            if not isinstance(layer, InputLayer):
+                layer.compute_policy = policy.name
         self.store = ParameterStore()
         self._plans = {}
         self.built = True

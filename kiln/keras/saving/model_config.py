@@ -12,7 +12,7 @@ lists; a first layer carrying batch_input_shape) are read too.
 """
 
 from ...graph.symbolic import SymbolicTensor
-from ..layers.base_layer import FLOAT32_POLICY
+from ..layers.dtype_policies import policy_config
 from .serialization import deserialize_layer, serialize_keras_object
 
 # Layers whose saved form carries a build_config in Keras 3 (those that build from a shape)
@@ -78,7 +78,8 @@ def sequential_config(model):
     layers = list(model.layers)
     input_layer = model._input_layer
     entries = [serialize_layer(layer) for layer in layers]
-    config = {"name": model.name, "trainable": model.trainable, "dtype": FLOAT32_POLICY}
+    config = {"name": model.name, "trainable": model.trainable,
+              "dtype": policy_config(model.policy_name)}
     if input_layer is not None:
         entries.insert(0, serialize_layer(input_layer))
         config["build_input_shape"] = _shape_list(input_layer.get_config()["batch_shape"])
