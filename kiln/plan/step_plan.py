@@ -285,17 +285,27 @@ class StepPlan:
         return whole, backward, seen
 
     def _kernels_read_inputs(self, builder):
-        """Whether a numba kernel captured an input buffer's array when it was planned (a
-        dropout or a max merge right on a model input): the plan must then keep reading its
-        own input buffers, which use_input() fills by copying instead of re-pointing them."""
+        """Whether a call reads an input buffer through something use_input() cannot re-point:
+        an array a numba kernel captured when it was planned (a dropout or a max merge right
+        on a model input), or another Memory over the input's bytes (a view with other dims,
+        as Conv1D's 4D view of its 3D input). The plan must then keep reading its own input
+        buffers, which use_input() fills by copying instead of re-pointing them."""
         starts = [(m.storage.ctypes.data, m.storage.ctypes.data + m.storage.nbytes)
                   for m in self.input_memories]
+        followed = {id(m) for m in self.input_memories} | {
+            id(part) for _, part in self._input_slices}  # re-pointed by use_input()
+
+        def inside(address):
+            return any(start <= address < end for start, end in starts)
+
         for call in builder.forward_calls + builder.backward_calls:
-            if isinstance(call, KernelCall):
-                for array in kernel_arrays(call.arguments):
-                    address = array.ctypes.data
-                    if any(start <= address < end for start, end in starts):
-                        return True
+            if isinstance(call, KernelCall) and any(
+                    inside(array.ctypes.data) for array in kernel_arrays(call.arguments)):
+                return True
+            memories = getattr(call, "args", None) or {}
+            if any(isinstance(m, Memory) and id(m) not in followed
+                   and inside(m.storage.ctypes.data) for m in memories.values()):
+                return True
         return False
 
     def use_input(self, x, y=None):

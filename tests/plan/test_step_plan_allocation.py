@@ -51,3 +51,26 @@ def test_a_kernel_reading_a_model_input_sees_each_new_batch():
     batch[...] = 10 * x
     plan.use_input(batch, y)
     assert float(plan.train_step()[0]) != zero_loss
+
+
+def test_a_view_of_a_model_input_sees_each_new_batch():
+    """Conv1D right on the input reads it through a 4D view (another Memory over the same
+    bytes), which use_input() cannot re-point: the plan copies the batch in instead, so
+    training sees the data predict sees (it used to train on the plan's stale buffer)."""
+    import numpy as np
+
+    from kiln import keras
+    from kiln.keras import layers
+
+    keras.initializers.set_random_seed(0)
+    inputs = keras.Input((9, 3))
+    x = layers.Flatten()(layers.Conv1D(4, 3)(inputs))
+    model = keras.Model(inputs, layers.Dense(3, activation="softmax")(x))
+    model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.SGD(0.0))
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(6, 9, 3)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 6)]
+    assert model._plan(True, 6)._copy_inputs
+    p = np.clip(model.predict(x, verbose=0), 1e-7, 1)
+    loss = model.fit(x, y, batch_size=6, epochs=1, verbose=0).history["loss"][0]
+    assert loss == pytest.approx(float(np.mean(-np.sum(y * np.log(p), -1))), rel=1e-5)
