@@ -106,10 +106,26 @@ def conv1d_model(data_format):
 
 @pytest.mark.parametrize("data_format", [CL, CF])
 def test_conv1d_matches_keras(data_format):
-    """Predictions and weights. (kiln's losses and Flatten take no 3D outputs yet, so the
-    training step is compared below, on the layer's op against JAX's gradients.)"""
+    """Predictions and weights of a model ending on a 3D output (the training step of such a
+    model is in the next test, through a classifier head)."""
     kiln_model, keras_model = check_against_keras(conv1d_model(data_format), train=False)
     assert tuple(kiln_model.outputs[0].shape) == tuple(keras_model.outputs[0].shape)
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+def test_conv1d_model_trains_like_keras(data_format):
+    """The Conv1D stack as a model: Flatten (in Keras's (steps, channels) order, so the Dense
+    after it has the same kernel in both formats) and a softmax Dense, then the same losses
+    and weights as Keras after SGD and Adam steps from the same weights."""
+    def build(K):
+        L = K.layers
+        f = dict(data_format=data_format)
+        inputs = K.Input((9, 3) if data_format == CL else (3, 9))
+        x = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="tanh", **f)(inputs)
+        x = L.Conv1D(6, 2, strides=2, groups=2, **f)(x)                      # 4 steps
+        x = L.Conv1D(5, 3, padding="same", activation="sigmoid", **f)(x)
+        return K.Model(inputs, L.Dense(3, activation="softmax")(L.Flatten(**f)(x)))
+    check_against_keras(build, optimizers=["sgd", "adam"])
 
 
 # -- get_config: what Keras 3 writes -----------------------------------------------------------

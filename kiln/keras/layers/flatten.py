@@ -2,6 +2,8 @@
 
 from ... import ops
 from ...graph.symbolic import apply
+from ...ops.permute import Permute
+from ...ops.reshape import Reshape
 from .. import backend
 from .base_layer import Layer
 
@@ -18,7 +20,17 @@ class Flatten(Layer):
         self.op = ops.Flatten(self.name)
 
     def call(self, inputs):
-        return apply(self.op, inputs, flattened=len(inputs.dims) == 4)
+        rank = len(inputs.shape)
+        if rank == 4 or rank <= 2:
+            return apply(self.op, inputs, flattened=rank == 4)
+        # a sequence (Conv1D's (batch, steps, channels)): a real reshape in Keras's row-major
+        # order, after Keras's own transpose to channels_last for a channels_first layer (the
+        # free view above is only for images, whose Dense reads the 4D layout)
+        x = inputs
+        if self.data_format == "channels_first":
+            x = apply(Permute(f"{self.name}_to_channels_last", (*range(2, rank), 1),
+                              inputs.data_format), x)
+        return apply(Reshape(self.name, (-1,), x.data_format, False), x, flattened=False)
 
     def get_config(self):
         return {**super().get_config(), "data_format": self.data_format}
