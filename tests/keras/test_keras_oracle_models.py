@@ -130,14 +130,19 @@ def test_batch_normalization_trains_like_keras(data_format, frozen):
 
 
 def test_two_inputs_merged_into_one_output_train_like_keras():
+    """Every merge layer, functional form or class; Average and Minimum over three inputs
+    (the third a branch of its own, so each input's gradient share is checked)."""
     def build(K):
         L = K.layers
         a, b = K.Input((6,)), K.Input((4,))
         h = L.Dense(5, activation="relu")(a)
         g = L.Dense(5, activation="tanh")(b)
-        merged = L.Concatenate()([L.add([h, g]), L.Multiply()([h, g]), L.maximum([h, g])])
+        k = L.Dense(5, activation="sigmoid")(a)
+        merged = L.Concatenate()([L.add([h, g]), L.Multiply()([h, g]), L.maximum([h, g]),
+                                  L.Subtract()([h, g]), L.subtract([g, k]),
+                                  L.Average()([h, g, k]), L.minimum([h, g, k])])
         return K.Model([a, b], L.Dense(3, activation="softmax")(merged))
-    check_against_keras(build, optimizers=["adam"])
+    check_against_keras(build, optimizers=["sgd", "adam"])
 
 
 # -- Sequential specifics ---------------------------------------------------------------------
@@ -517,7 +522,8 @@ def test_summary_of_a_nested_model_runs():
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
 def test_conv_branches_concatenated_on_the_channel_axis(data_format):
     """An inception-style block: two convolution branches joined on the channel axis (the
-    last axis under channels_last, axis 1 under channels_first), then a residual add."""
+    last axis under channels_last, axis 1 under channels_first), then a residual add, and
+    Subtract, Average and Minimum of feature maps joined again."""
     axis = -1 if data_format == "channels_last" else 1
 
     def build(K):
@@ -529,7 +535,12 @@ def test_conv_branches_concatenated_on_the_channel_axis(data_format):
         joined = L.concatenate([left, right], axis=axis)
         shortcut = L.Conv2D(6, 1, **f)(a)
         x = L.Activation("relu")(L.add([joined, shortcut]))
+        # the other merges on images, in the tensors' own layout (blocked under both formats)
+        other = L.Conv2D(6, 3, padding="same", activation="tanh", **f)(a)
+        x = L.Concatenate(axis=axis)([L.Subtract()([x, other]),
+                                      L.Average()([x, other, shortcut]),
+                                      L.Minimum()([x, other, shortcut])])
         x = L.MaxPooling2D(2, **f)(x)
         return K.Model(a, L.Dense(3, activation="softmax")(L.Flatten(**f)(x)))
 
-    check_against_keras(build, optimizers=["sgd"])
+    check_against_keras(build, optimizers=["sgd", "adam"])
