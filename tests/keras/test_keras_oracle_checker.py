@@ -108,3 +108,24 @@ def test_unsupported_initializer_names_the_argument():
 def test_unsupported_input_dtype_names_the_input():
     with pytest.raises(ValueError, match=r"'input_layer(_\d+)?'.*argument dtype"):
         kk.Input((3,), dtype="int32")
+
+
+@pytest.mark.parametrize("merge,where", [
+    ("Add", ""), ("Subtract", ""), ("Average", ""), ("Minimum", ""),
+    ("Concatenate", " except on the concatenation axis")])
+def test_merge_shape_mismatch_names_both_producers_and_shapes(merge, where):
+    """The message names the layer, both inputs' producing layers and their shapes (Keras 3
+    refuses the same graphs, with a message naming neither producer)."""
+    def graph(K):
+        a = K.Input((6, 6, 2), name="image")
+        left = K.layers.Conv2D(4, 3, name="narrow")(a)                  # (None, 4, 4, 4)
+        right = K.layers.Conv2D(4, 3, padding="same", name="wide")(a)  # (None, 6, 6, 4)
+        return getattr(K.layers, merge)(name="join"), [left, right]
+    layer, inputs = graph(kk)
+    pattern = (rf"{merge} 'join': inputs must have the same shape{where}, got "
+               r"\(None, 4, 4, 4\) from 'narrow' and \(None, 6, 6, 4\) from 'wide'")
+    with pytest.raises(ValueError, match=pattern):
+        layer(inputs)
+    layer, inputs = graph(keras_real)
+    with pytest.raises(ValueError):
+        layer(inputs)
