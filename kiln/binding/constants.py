@@ -51,6 +51,27 @@ format_kind_undef = 0
 format_kind_any = 1
 blocked = 2
 
+# dnnl_primitive_kind_t (what query_primitive_kind answers)
+reorder = 1
+shuffle = 2
+concat = 3
+sum = 4
+convolution = 5
+deconvolution = 6
+eltwise = 7
+lrn = 8
+batch_normalization = 9
+inner_product = 10
+rnn = 11
+binary = 13
+matmul = 14
+resampling = 15
+pooling = 16
+reduction = 17
+prelu = 18
+softmax = 19
+layer_normalization = 20
+
 # dnnl_prop_kind_t
 forward_training = 64
 forward_inference = 96
@@ -112,6 +133,7 @@ use_shift = 0x4
 fuse_norm_relu = 0x8
 
 # dnnl_query_t
+query_primitive_kind = 2
 query_impl_info_str = 8
 query_src_md = 129
 query_diff_src_md = 130

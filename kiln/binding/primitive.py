@@ -92,6 +92,14 @@ class PrimitiveDesc:
                                             ctypes.byref(out)), "pd query impl")
         return out.value.decode()
 
+    @property
+    def kind(self):
+        """oneDNN's dnnl_primitive_kind_t of the primitive (constants.convolution, ...)."""
+        out = ctypes.c_int()
+        check(lib.dnnl_primitive_desc_query(self.handle, dnnl.query_primitive_kind, 0,
+                                            ctypes.byref(out)), "pd query kind")
+        return out.value
+
 
 def post_op_arg(index):
     """The execution argument of the second operand of binary post-op number `index`."""
