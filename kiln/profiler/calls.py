@@ -1,6 +1,7 @@
 """What each call of a training step is, in a reader's terms: the Keras layer(s) it belongs
 to, its phase (forward, backward, update), the oneDNN primitive and the implementation oneDNN
-picked (or the numba kernel), the multiply-add FLOPs it does and the bytes it touches.
+picked (or the numba kernel), its kind (kinds.py), the multiply-add FLOPs it does and the
+bytes it touches.
 
 Call labels start with the op's name, which is the Keras layer's name ("conv2d_1 backward
 data", "conv2d_1/kernel to layout"); a fused op is named after the layer it kept (a Conv2D
@@ -20,6 +21,7 @@ from ..binding import constants as dnnl
 from ..binding.memory import Memory
 from ..plan.liveness import kernel_arrays
 from ..plan.timed_step import update_phase
+from .kinds import call_kind, update_kind
 
 PHASES = ("forward", "backward", "update")
 
@@ -35,6 +37,7 @@ class CallInfo:
     layers: tuple
     primitive: str
     implementation: str
+    kind: str
     flops: float
     bytes: int
 
@@ -126,17 +129,18 @@ def primitive_names(call):
     return "numba kernel", name
 
 
-def describe(plan, model_graph):
-    """CallInfo for every call of a training plan, in the order the step runs them, then the
-    update phase's entries (update_infos)."""
-    members = fused_members(model_graph, plan.graph)
+def describe(plan, model_graph=None):
+    """CallInfo for every call of a plan, in the order the step runs them, then a training
+    plan's update phase entries (update_infos). Without the model's graph, calls are named
+    after the plan's (fused) ops only."""
+    members = fused_members(model_graph or plan.graph, plan.graph)
     forward = {id(call) for call in plan.builder.forward_calls}
     infos = []
     for call in plan.calls:
         name, layers = layers_of(call.label, members)
         primitive, implementation = primitive_names(call)
         infos.append(CallInfo("forward" if id(call) in forward else "backward", call.label,
-                              name, layers, primitive, implementation,
+                              name, layers, primitive, implementation, call_kind(call),
                               multiply_add_flops(call), moved_bytes(call)))
     infos.extend(update_infos(plan))
     return infos
@@ -157,5 +161,5 @@ def update_infos(plan):
             # read weights and gradients, write weights, read and write every slot
             moved = trainable_bytes * (3 + 2 * len(getattr(updater, "slots", {})))
         infos.append(CallInfo("update", label, label.removesuffix(" update"), (), primitive,
-                              implementation, 0.0, moved))
+                              implementation, update_kind(label), 0.0, moved))
     return infos

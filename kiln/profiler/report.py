@@ -1,15 +1,17 @@
 """A profile: the recorded steps of one plan, summarized per call and per layer.
 
 Per call (calls with the same label, a sub-batched layer's, are added up within a step):
-the median over the recorded steps of its time, its FLOPs and bytes, and either GFLOP/s and
-% of the same-run sgemm peak (multiply-add calls) or GB/s and % of the same-run copy
-bandwidth (everything else, which is memory-bound). The footer compares the recorded step
-with the plain steps run in turn with it: that difference is the profiler's own overhead.
+the median over the recorded steps of its time, its kind, FLOPs and bytes, and either GFLOP/s
+and % of the same-run sgemm peak (compute-bound kinds: convolutions, inner products) or GB/s
+and % of the same-run copy bandwidth (everything else, depthwise convolutions included, which
+is memory-bound; kinds.py). Per kind, the same added up. The footer compares the recorded
+step with the plain steps run in turn with it: that difference is the profiler's own overhead.
 """
 
 import numpy as np
 
 from .calls import PHASES, describe
+from .kinds import by_kind, rate
 
 
 class Profile:
@@ -41,8 +43,8 @@ class Profile:
     # -- per call -------------------------------------------------------------------------
     def rows(self):
         """One dict per (phase, label) in step order: phase, name, layers, label, primitive,
-        implementation, calls, seconds (median per step), flops, bytes, and gflops and
-        pct_peak, or gbps and pct_bandwidth."""
+        implementation, kind, calls, seconds (median per step), flops, bytes, and gflops and
+        pct_peak (compute-bound kinds), or gbps and pct_bandwidth (memory-bound ones)."""
         groups = {}
         for index, info in enumerate(self.infos):
             groups.setdefault((info.phase, info.label), []).append(index)
@@ -54,16 +56,16 @@ class Profile:
             moved = sum(self.infos[i].bytes for i in indices)
             row = {"phase": info.phase, "name": info.name, "layers": info.layers,
                    "label": info.label, "primitive": info.primitive,
-                   "implementation": info.implementation, "calls": len(indices),
-                   "seconds": seconds, "flops": flops, "bytes": moved}
-            if flops and seconds > 0:
-                row["gflops"] = flops / seconds / 1e9
-                row["pct_peak"] = 100 * row["gflops"] / self.peaks["matmul_gflops"]
-            elif moved and seconds > 0:
-                row["gbps"] = moved / seconds / 1e9
-                row["pct_bandwidth"] = 100 * row["gbps"] / self.peaks["copy_gbps"]
+                   "implementation": info.implementation, "kind": info.kind,
+                   "calls": len(indices), "seconds": seconds, "flops": flops, "bytes": moved}
+            row.update(rate(info.kind, seconds, flops, moved, self.peaks))
             rows.append(row)
         return rows
+
+    def kind_rows(self):
+        """The calls added up per kind (kinds.by_kind), slowest kind first."""
+        return by_kind(((row["kind"], row["calls"], row["seconds"], row["flops"], row["bytes"])
+                        for row in self.rows()), self.peaks)
 
     # -- per layer ------------------------------------------------------------------------
     def layer_rows(self):

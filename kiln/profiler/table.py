@@ -1,5 +1,6 @@
 """A profile as text for the terminal: the calls sorted by time, the layers in model order,
-and a footer with the step times, the profiler's overhead and the peaks."""
+the calls added up by kind, and a footer with the step times, the profiler's overhead and
+the peaks."""
 
 
 def _cut(text, width):
@@ -23,12 +24,7 @@ def call_lines(profile, limit=None):
            f"{'% peak':>7}"]
     for row in shown:
         ms = row["seconds"] * 1e3
-        if "gflops" in row:
-            rate, peak = f"{row['gflops']:.1f} GFLOP/s", f"{row['pct_peak']:.1f}"
-        elif "gbps" in row:
-            rate, peak = f"{row['gbps']:.1f} GB/s", f"{row['pct_bandwidth']:.1f} bw"
-        else:
-            rate, peak = "", ""
+        rate, peak = _rate(row)
         kernel = f"{row['primitive']}: {row['implementation']}"
         if row["calls"] > 1:
             kernel += f" x{row['calls']}"
@@ -54,6 +50,28 @@ def layer_lines(profile):
     return out
 
 
+def _rate(row, peak_word=""):
+    """(rate, % of the same-run peak) columns of a row with kinds.rate()'s keys; the % of the
+    sgemm peak followed by `peak_word`, the % of the copy bandwidth by 'bw'."""
+    if "gflops" in row:
+        return f"{row['gflops']:.1f} GFLOP/s", f"{row['pct_peak']:.1f}{peak_word}"
+    if "gbps" in row:
+        return f"{row['gbps']:.1f} GB/s", f"{row['pct_bandwidth']:.1f} bw"
+    return "", ""
+
+
+def kind_lines(rows, step_seconds):
+    """kinds.by_kind rows as a table: time, % of `step_seconds`, calls and the kind's rate
+    against the sgemm peak (compute-bound) or the copy bandwidth (memory-bound)."""
+    out = [f"{'kind':<24}{'ms':>9}{'% step':>8}{'calls':>7}{'rate':>15}{'% of':>11}"]
+    for row in rows:
+        rate, peak = _rate(row, " peak")
+        out.append(f"{_cut(row['kind'], 24):<24}{row['seconds'] * 1e3:9.2f}"
+                   f"{100 * row['seconds'] / step_seconds:8.1f}{row['calls']:7d}{rate:>15}"
+                   f"{peak:>11}")
+    return out
+
+
 def footer_lines(profile):
     s = profile.summary()
     phases = ", ".join(f"{phase} {seconds * 1e3:.2f} ms"
@@ -68,12 +86,14 @@ def footer_lines(profile):
     else:
         out.append("profiler overhead: not measured (no plain step ran in turn)")
     out.append(f"peaks of this run: sgemm {s['matmul_gflops']:.1f} GFLOP/s, copy "
-               f"{s['copy_gbps']:.1f} GB/s ('% peak' of multiply-add calls, 'bw' of the "
-               "others)")
+               f"{s['copy_gbps']:.1f} GB/s ('% peak' of compute-bound calls: convolutions, "
+               "inner products; 'bw' of memory-bound ones: depthwise convolutions and the rest)")
     return out
 
 
 def format_table(profile, limit=None):
     return "\n".join(["calls, slowest first:", *call_lines(profile, limit), "",
                       "layers, forward and backward:", *layer_lines(profile), "",
-                      *footer_lines(profile)])
+                      "by kind of call:",
+                      *kind_lines(profile.kind_rows(), profile.summary()["calls_seconds"]),
+                      "", *footer_lines(profile)])

@@ -3,8 +3,8 @@
 
 One process (the model's training step), one track per phase (forward, backward, update)
 plus a track of whole steps; each call of each recorded step is a complete ("X") event named
-after its Keras layer, with the call's label, primitive, implementation, FLOPs and bytes as
-args. Times are microseconds from the first recorded step's start.
+after its Keras layer, with the call's label, primitive, implementation, kind, FLOPs and
+bytes as args. Times are microseconds from the first recorded step's start.
 """
 
 import gzip
@@ -42,7 +42,7 @@ def trace_events(profile):
                 "dur": (end - start) / 1e3,
                 "args": {"label": info.label, "layers": list(info.layers),
                          "primitive": info.primitive, "implementation": info.implementation,
-                         "flops": info.flops, "bytes": info.bytes, "step": number}})
+                         "kind": info.kind, "flops": info.flops, "bytes": info.bytes, "step": number}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 

@@ -36,3 +36,25 @@ def data(samples=BATCH, seed=0):
     x = rng.standard_normal((samples, *SHAPE)).astype(np.float32)
     y = np.eye(CLASSES, dtype=np.float32)[rng.integers(0, CLASSES, samples)]
     return x, y
+
+
+def small_mobilenet():
+    """An inverted-residual block with MobileNetV2's layer names (none of them starts with
+    the Keras class name): a stem Conv2D, a depthwise conv, a 1x1 projection, each with its
+    BatchNormalization, relu6 activations, a residual Add, global pooling and a Dense."""
+    inputs = keras.Input((8, 8, 3), name="input")
+    x = layers.Conv2D(4, 3, padding="same", use_bias=False, name="Conv1")(inputs)
+    x = layers.BatchNormalization(name="bn_Conv1")(x)
+    stem = layers.ReLU(6.0, name="Conv1_relu")(x)
+    x = layers.DepthwiseConv2D(3, padding="same", use_bias=False,
+                               name="block_1_depthwise")(stem)
+    x = layers.BatchNormalization(name="block_1_depthwise_BN")(x)
+    x = layers.ReLU(6.0, name="block_1_depthwise_relu")(x)
+    x = layers.Conv2D(4, 1, use_bias=False, name="block_1_project")(x)
+    x = layers.BatchNormalization(name="block_1_project_BN")(x)
+    x = layers.Add(name="block_1_add")([stem, x])
+    x = layers.GlobalAveragePooling2D(name="global_average_pooling2d")(x)
+    outputs = layers.Dense(CLASSES, activation="softmax", name="Logits")(x)
+    model = keras.Model(inputs, outputs, name="small_mobilenet")
+    model.compile(optimizer="sgd", loss="categorical_crossentropy")
+    return model
