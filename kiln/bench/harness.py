@@ -17,6 +17,7 @@ from itertools import product
 
 import numpy as np
 
+from ..profiler.table import planned_bytes_line
 from . import models
 from .peak import bf16_matmul_gflops, sgemm_gflops
 from .peers import FRAMEWORKS, installed, is_peer
@@ -257,6 +258,8 @@ def step_efficiency(detail):
         fit, plan = detail["fit_step_ms"], detail.get("fit_plan_step_ms", step)
         text += (f"; a fit() step {fit:.1f} ms, {100 * (fit - plan) / plan:+.1f}% over plan "
                  f"steps run alternately with it ({plan:.1f} ms; batch feeding, callbacks)")
+    if "planned_bytes" in detail:  # runs recorded before it was reported have none
+        text += "; " + planned_bytes_line(detail["planned_bytes"])
     return text
 
 

@@ -5,7 +5,8 @@ the median over the recorded steps of its time, its kind, FLOPs and bytes, and e
 and % of the same-run sgemm peak (compute-bound kinds: convolutions, inner products) or GB/s
 and % of the same-run copy bandwidth (everything else, depthwise convolutions included, which
 is memory-bound; kinds.py). Per kind, the same added up. The footer compares the recorded
-step with the plain steps run in turn with it: that difference is the profiler's own overhead.
+step with the plain steps run in turn with it (that difference is the profiler's own
+overhead) and gives the plan's buffer bytes.
 """
 
 import numpy as np
@@ -34,6 +35,8 @@ class Profile:
         self.infos = describe(plan, model.graph)
         self.peaks = dict(peaks)
         self.batch_size = len(plan.inputs)
+        # {'buffers', 'buffers_without_reuse', 'scratchpad'}: what the plan allocated
+        self.planned_bytes = dict(plan.planned_bytes)
         # (steps, calls) seconds
         self.seconds = np.array([[(end - start) * 1e-9 for start, end in record.times]
                                  for record in self.records])

@@ -1,6 +1,7 @@
 """A profile as text for the terminal: the calls sorted by time, the layers in model order,
-the calls added up by kind, and a footer with the step times, the profiler's overhead and
-the peaks."""
+the calls added up by kind, and a footer with the step times, the profiler's overhead, the
+peaks and the plan's buffer bytes. `kind_lines` and `planned_bytes_line` also print
+`kiln bench profile`."""
 
 
 def _cut(text, width):
@@ -72,6 +73,13 @@ def kind_lines(rows, step_seconds):
     return out
 
 
+def planned_bytes_line(planned_bytes):
+    """The plan's buffer bytes (builder.finish): with reuse by liveness, without, scratchpad."""
+    return (f"planned buffers {planned_bytes['buffers'] / 2**20:.1f} MiB (without reuse by "
+            f"liveness {planned_bytes['buffers_without_reuse'] / 2**20:.1f} MiB; scratchpad "
+            f"{planned_bytes['scratchpad'] / 2**20:.2f} MiB)")
+
+
 def footer_lines(profile):
     s = profile.summary()
     phases = ", ".join(f"{phase} {seconds * 1e3:.2f} ms"
@@ -88,6 +96,8 @@ def footer_lines(profile):
     out.append(f"peaks of this run: sgemm {s['matmul_gflops']:.1f} GFLOP/s, copy "
                f"{s['copy_gbps']:.1f} GB/s ('% peak' of compute-bound calls: convolutions, "
                "inner products; 'bw' of memory-bound ones: depthwise convolutions and the rest)")
+    if profile.planned_bytes:
+        out.append(planned_bytes_line(profile.planned_bytes))
     return out
 
 

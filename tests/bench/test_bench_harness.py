@@ -14,7 +14,14 @@ import pytest
 from kiln import keras
 from kiln.bench import harness, models, worker
 from kiln.bench.models import built, forward_flops_per_layer, inference_flops, training_flops
-from kiln.bench.peers import FRAMEWORKS, REQUIRED_MODULES, Framework, installed, synthetic
+from kiln.bench.peers import (
+    FRAMEWORKS,
+    REQUIRED_MODULES,
+    Framework,
+    installed,
+    kiln_runner,
+    synthetic,
+)
 
 FLOPS = [("mnist_cnn", 9.160, 3.070), ("cifar10_cnn", 3.926, 1.327),
          ("resnet20", 31.231, 10.448)]
@@ -319,6 +326,15 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
     if installed("torch") is not None:
         assert "not installed" in report["frameworks"]["torch"]
         assert "torch: not installed" in result.stdout
+
+
+def test_kiln_profile_reports_the_planned_bytes():
+    result = kiln_runner.profile("mnist_cnn", "channels_last", "infer", "f32", 1)
+    step = kiln_runner.prepare("mnist_cnn", "channels_last", "infer", "f32")
+    assert result["planned_bytes"] == step.__self__.planned_bytes
+    assert result["planned_bytes"]["buffers"] > 0
+    mib = result["planned_bytes"]["buffers"] / 2**20
+    assert f"; planned buffers {mib:.1f} MiB (without reuse" in harness.step_efficiency(result)
 
 
 def test_installed_names_the_missing_module(monkeypatch):

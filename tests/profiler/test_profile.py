@@ -10,6 +10,7 @@ import kiln.profiler as profiler
 from kiln import keras
 from kiln.bench.models import forward_flops_per_layer
 from kiln.profiler.calls import fused_members, layers_of
+from kiln.profiler.table import planned_bytes_line
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,20 @@ def test_times_are_positive_and_add_up_to_the_step(profiled):
     assert summary["calls_seconds"] >= 0.5 * summary["recorded_step_seconds"]
     assert summary["plain_step_seconds"] > 0 and summary["steps"] == 2
     assert "profiler overhead:" in profiled.table()
+
+
+def test_the_footer_gives_the_planned_bytes(profiled):
+    planned = profiled.plan.planned_bytes
+    assert profiled.planned_bytes == planned
+    assert 0 < planned["scratchpad"] <= planned["buffers"] <= planned["buffers_without_reuse"]
+    expected = (f"planned buffers {planned['buffers'] / 2**20:.1f} MiB (without reuse by "
+                f"liveness {planned['buffers_without_reuse'] / 2**20:.1f} MiB; scratchpad "
+                f"{planned['scratchpad'] / 2**20:.2f} MiB)")
+    assert profiled.table().splitlines()[-1] == expected
+    line = planned_bytes_line({"buffers": 3 * 2**20, "buffers_without_reuse": 5.5 * 2**20,
+                               "scratchpad": 2**18})
+    assert line == ("planned buffers 3.0 MiB (without reuse by liveness 5.5 MiB; "
+                    "scratchpad 0.25 MiB)")
 
 
 def test_profile_trains_the_model_as_plain_steps_do():

@@ -39,7 +39,8 @@ def prepare(model, data_format, mode, precision):
 
 
 def profile(model, data_format, mode, precision, steps):
-    """Median ms of every call of the plan, plus the step median measured without timers."""
+    """Median ms of every call of the plan, the step median measured without timers and the
+    plan's buffer bytes (with and without reuse by liveness, scratchpad)."""
     import time
 
     import numpy as np
@@ -54,7 +55,8 @@ def profile(model, data_format, mode, precision, steps):
         step()
         times.append(time.perf_counter() - start)
     calls = {label: seconds * 1e3 for label, seconds in plan.profile(steps).items()}
-    result = {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls}
+    result = {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls,
+              "planned_bytes": dict(plan.planned_bytes)}
     if mode == "train":
         result["fit_step_ms"], result["fit_plan_step_ms"] = fit_step_ms(
             model, data_format, precision, steps)
