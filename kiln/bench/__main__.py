@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 
+from ..profiler import measure_peaks
 from . import custom_layer, harness, profile_report
 from . import ops as ops_bench
 from .models import MODELS, built, training_flops
@@ -76,10 +77,8 @@ def command_profile(args):
           f"medians {inside:.2f} ms, outside calls {100 * max(step - inside, 0) / step:.1f}%")
     for label, seconds in sorted(profile.items(), key=lambda kv: -kv[1]):
         print(f"  {seconds * 1e3:8.3f} ms  {100 * seconds * 1e3 / step:5.1f}%  {label}")
-    model, batch = built(args.model, args.format)
-    flops = profile_report.multiply_add_flops(model, batch, plan.training)
     print("by kind of call:")
-    for line in profile_report.lines(profile, step, flops, sgemm_gflops(), plan.planned_bytes):
+    for line in profile_report.lines(plan, profile, step, measure_peaks()):
         print(line)
     return 0
 
