@@ -93,7 +93,8 @@ class Layer:
         name: unique name (generated from the class name when omitted).
         input_shape: for the first layer of a Sequential model, the shape without the batch.
         trainable: whether fit() updates its weights.
-        dtype: only 'float32' (mixed precision comes through a policy).
+        dtype: 'float32' or 'mixed_bfloat16' (or their DTypePolicy); a model runs one policy,
+            so all its layers must agree (a layer given none follows the global policy).
     """
 
     def __new__(cls, *args, **kwargs):

@@ -34,7 +34,8 @@ class Model(Trainer, Layer):
     def __new__(cls, *args, **kwargs):
         if cls is Model and (args or "inputs" in kwargs or "outputs" in kwargs):
             return super().__new__(Functional)
-        return super().__new__(cls)
+        # the arguments reach Layer.__new__, which keeps them as a subclass's automatic config
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(self, *args, inputs=None, outputs=None, name=None, **kwargs):
         if args:
@@ -273,12 +274,15 @@ class Model(Trainer, Layer):
 
     # -- whole-model saving (kiln/keras/saving holds the formats) -------------------------------
     def get_config(self):
-        """Keras 3's config: a Functional model's layers and calls; a subclassed model's name."""
+        """Keras 3's config: a Functional model's layers and calls; a subclassed model's
+        constructor arguments (when plain values), trainable and dtype."""
         from ..saving import model_config
 
         if model_config.has_graph(self):
             return model_config.functional_config(self)
-        return {"name": self.name, "trainable": self.trainable}
+        from ..saving.subclassed_models import subclassed_config
+
+        return subclassed_config(self)
 
     @classmethod
     def from_config(cls, config, custom_objects=None, safe_mode=True):

@@ -30,6 +30,7 @@ from .model_config import compile_from_config, has_graph, serialize_model
 from .optimizer_variables import check_keras_variables, keras_variables, set_keras_variables
 from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
 from .serialization import deserialize_layer
+from .subclassed_models import build_from_config
 
 KERAS_VERSION = "3.15.1"  # the Keras 3 file format kiln writes (and reads)
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
@@ -38,9 +39,9 @@ _MAX_EXPANSION, _BOMB_FLOOR_BYTES = 100, 1 << 32
 
 def save_keras_file(model, filepath):
     """Writes `model` to `filepath` (a .keras zip), atomically."""
-    if not has_graph(model):
-        raise ValueError(f"save: {model.context} is a subclassed model, whose architecture "
-                         "has no config; save its weights with save_weights() instead")
+    if not has_graph(model) and not model.built:
+        raise ValueError(f"save: subclassed model {model.context} is not built yet: call it "
+                         "on data (fit / predict) or build(input_shape) before saving it")
     # Everything is serialized before the file is opened: a failure writes nothing.
     config_json = json.dumps(serialize_model(model))
     metadata_json = json.dumps({
@@ -128,6 +129,8 @@ def load_keras_file(filepath, custom_objects=None, compile=True, safe_mode=True)
     """A kiln model from a .keras file written by Keras 3 or kiln."""
     config, _, weights = read_archive(filepath)
     model = deserialize_layer(config, custom_objects, safe_mode, f"load_model: {filepath}")
+    if not has_graph(model) and not model.built:
+        build_from_config(model, config.get("build_config"), f"load_model: {filepath}")
     try:
         h5_file = h5py.File(io.BytesIO(weights), "r")
     except OSError as error:

@@ -113,8 +113,8 @@ def _keras2_node(node):
 
 def save_legacy_h5(model, filepath, include_optimizer=True):
     if not has_graph(model):
-        raise ValueError(f"save: {model.context} is a subclassed model, whose architecture "
-                         "has no config; save its weights with save_weights() instead")
+        raise ValueError(f"save: {model.context} is a subclassed model, which Keras 2's .h5 "
+                         "format cannot describe (as in Keras 3); save it to a .keras file")
     entry = serialize_model(model)  # everything is read before the file is opened
     model_config = {"class_name": entry["class_name"],
                     "config": keras2_config(entry["config"])}

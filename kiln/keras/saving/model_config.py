@@ -14,6 +14,7 @@ lists; a first layer carrying batch_input_shape) are read too.
 from ...graph.symbolic import SymbolicTensor
 from ..layers.dtype_policies import policy_config
 from .serialization import deserialize_layer, serialize_keras_object
+from .subclassed_models import subclassed_build_config
 
 # Layers whose saved form carries a build_config in Keras 3 (those that build from a shape)
 _BUILT_FROM_SHAPE = frozenset({
@@ -61,12 +62,13 @@ def serialize_model(model):
     config = serialize_keras_object(model)
     if isinstance(model, Sequential):
         config["module"], config["registered_name"] = "keras", None
-        shape = config["config"].get("build_input_shape")
-    else:
+        config["build_config"] = {"input_shape": config["config"].get("build_input_shape")}
+    elif has_graph(model):
         config["module"] = "keras.src.models.functional"
         config["registered_name"] = "Functional"
-        shape = None
-    config["build_config"] = {"input_shape": shape}
+        config["build_config"] = {"input_shape": None}
+    else:  # subclassed: its class and constructor arguments, as Keras 3
+        config["build_config"] = subclassed_build_config(model)
     if getattr(model, "compiled", False):
         config["compile_config"] = compile_config(model)
     return config
