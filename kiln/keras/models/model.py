@@ -224,12 +224,16 @@ class Model(Trainer, Layer):
         for weight, value in zip(own, weights, strict=True):
             weight.assign(value)
 
-    def save_weights(self, filepath, overwrite=True):
+    def save_weights(self, filepath, overwrite=True, max_shard_size=None):
         """Writes the weights (and optimizer state) to a Keras 3 `.weights.h5` file. Other
         names are refused, as Keras 3 does (it reads Keras 2 `.h5` weights, never writes them)."""
         from ..distribution.data_parallel_loop import is_writer
         from ..saving import weights_file  # saving walks models: imported when used
 
+        if max_shard_size is not None:
+            raise ValueError(f"save_weights: argument max_shard_size is not supported yet "
+                             f"(Keras 3's sharded .weights.json files), expected None, got "
+                             f"{max_shard_size!r}")
         weights_file.check_weights_filepath(filepath)  # on every rank: the same error
         if not is_writer():  # data-parallel: rank 0 writes, the other ranks hold the same
             return

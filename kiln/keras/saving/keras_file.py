@@ -18,6 +18,7 @@ against the rebuilt model before any is assigned. A failure is a ValueError nami
 import datetime
 import io
 import json
+import os
 import warnings
 import zipfile
 
@@ -94,6 +95,32 @@ def read_archive(filepath):
     return config, metadata, weights
 
 
+def read_folder(folder):
+    """(config dict, metadata dict, weights bytes) of a model folder Keras wrote with
+    `save(..., zipped=False)`: the zip's entries as files. Only those names are read, and only
+    as regular files inside the folder (a symbolic link could lead anywhere)."""
+    entries = {}
+    for name in (CONFIG, METADATA, WEIGHTS):
+        path = os.path.join(folder, name)
+        if os.path.islink(path) or (os.path.exists(path) and not os.path.isfile(path)):
+            raise ValueError(f"load_model: {folder}: '{name}' is not a regular file; refusing "
+                             "to read it")
+        if not os.path.exists(path):
+            if name == METADATA:
+                continue
+            raise ValueError(f"load_model: {folder} has no '{name}'; a Keras 3 model folder "
+                             f"(save(..., zipped=False)) holds {METADATA}, {CONFIG} and "
+                             f"{WEIGHTS}")
+        with open(path, "rb") as file:
+            entries[name] = file.read()
+    config, metadata = (_parse_json(entries[name], name, folder) if name in entries else None
+                        for name in (CONFIG, METADATA))
+    if not isinstance(config, dict):
+        raise ValueError(f"load_model: {folder}: '{CONFIG}' must hold a JSON object, got "
+                         f"{type(config).__name__}")
+    return config, metadata or {}, entries[WEIGHTS]
+
+
 def _read_entry(archive, name, filepath, required=True):
     try:
         info = archive.getinfo(name)
@@ -116,8 +143,10 @@ def _read_entry(archive, name, filepath, required=True):
 
 def _read_json(archive, name, filepath, required=True):
     data = _read_entry(archive, name, filepath, required)
-    if data is None:
-        return None
+    return None if data is None else _parse_json(data, name, filepath)
+
+
+def _parse_json(data, name, filepath):
     try:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -126,8 +155,9 @@ def _read_json(archive, name, filepath, required=True):
 
 
 def load_keras_file(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
-    """A kiln model from a .keras file written by Keras 3 or kiln."""
-    config, _, weights = read_archive(filepath)
+    """A kiln model from a .keras file written by Keras 3 or kiln (or the folder Keras writes
+    with zipped=False)."""
+    config, _, weights = (read_folder if os.path.isdir(filepath) else read_archive)(filepath)
     model = deserialize_layer(config, custom_objects, safe_mode, f"load_model: {filepath}")
     if not has_graph(model) and not model.built:
         build_from_config(model, config.get("build_config"), f"load_model: {filepath}")

@@ -45,23 +45,13 @@ def save_model(model, filepath, overwrite=True, zipped=None, **kwargs):
 
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
-    """Keras 3's `keras.models.load_model` for .keras and Keras 2 .h5 files."""
+    """Keras 3's `keras.models.load_model` for .keras files (and the folders Keras writes with
+    zipped=False) and Keras 2 .h5 files."""
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise ValueError(f"load_model: file not found: filepath={filepath}. Please ensure "
                          "the file is an accessible `.keras` zip file.")
-    if os.path.isdir(filepath):
-        raise ValueError(f"load_model: {filepath} is a folder (a TensorFlow SavedModel?); kiln "
-                         "loads .keras and Keras 2 .h5 model files")
-    with open(filepath, "rb") as file:
-        head = file.read(8)
-    if zipfile.is_zipfile(filepath):
-        loader = keras_file.load_keras_file
-    elif head == _H5_SIGNATURE:
-        loader = legacy_h5.load_legacy_h5
-    else:
-        raise ValueError(f"load_model: {filepath} is neither a Keras 3 .keras zip nor a Keras 2 "
-                         "HDF5 (.h5) model file")
+    loader = _loader_for(filepath)
     try:
         return loader(filepath, custom_objects, compile, safe_mode)
     except _DAMAGE as error:
@@ -69,6 +59,25 @@ def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # 
         # the ValueError a user can catch, naming the file.
         raise ValueError(f"load_model: {filepath} is damaged or not a Keras model file "
                          f"({type(error).__name__}: {error})") from error
+
+
+def _loader_for(filepath):
+    """The reader of the file's format, known from its content."""
+    if os.path.isdir(filepath):
+        if not os.path.exists(os.path.join(filepath, keras_file.CONFIG)):
+            raise ValueError(f"load_model: {filepath} is a folder without a "
+                             f"'{keras_file.CONFIG}', so not a Keras 3 model saved with "
+                             "zipped=False (a TensorFlow SavedModel is not read); kiln loads "
+                             ".keras files, their unzipped folders and Keras 2 .h5 files")
+        return keras_file.load_keras_file
+    with open(filepath, "rb") as file:
+        head = file.read(8)
+    if zipfile.is_zipfile(filepath):
+        return keras_file.load_keras_file
+    if head == _H5_SIGNATURE:
+        return legacy_h5.load_legacy_h5
+    raise ValueError(f"load_model: {filepath} is neither a Keras 3 .keras zip nor a Keras 2 "
+                     "HDF5 (.h5) model file")
 
 
 def model_to_json(model, **kwargs):
