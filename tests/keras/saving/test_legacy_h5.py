@@ -20,6 +20,8 @@ from kiln import keras as kk  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("kiln_keras_env")
 RTOL, ATOL = keras_oracle.RTOL, keras_oracle.ATOL
+CASES = [(name, fmt) for name in sorted(models_for_saving.BUILDERS)
+         for fmt in ("channels_last", "channels_first")]
 
 
 def _compile(model, K):
@@ -71,9 +73,7 @@ def test_file_layout_is_keras2(tmp_path):
         assert int(h5["optimizer_weights"]["Adam/iter:0"][()]) == 2
 
 
-@pytest.mark.parametrize("name, data_format", [
-    ("sequential_cnn", "channels_last"), ("resnet_block", "channels_last"),
-    ("frozen_part", "channels_last"), ("resnet_block", "channels_first")])
+@pytest.mark.parametrize("name, data_format", CASES)
 def test_kiln_saves_keras_loads(tmp_path, name, data_format):
     keras = keras_oracle.real_keras()
     x, y = models_for_saving.data(data_format)
@@ -90,11 +90,11 @@ def test_kiln_saves_keras_loads(tmp_path, name, data_format):
     assert float(theirs.optimizer.learning_rate) == pytest.approx(0.01)
 
 
-@pytest.mark.parametrize("name", ["sequential_cnn", "resnet_block", "frozen_part"])
-def test_keras_saves_kiln_loads_and_continues(tmp_path, name):
+@pytest.mark.parametrize("name, data_format", CASES)
+def test_keras_saves_kiln_loads_and_continues(tmp_path, name, data_format):
     keras = keras_oracle.real_keras()
-    x, y = models_for_saving.data()
-    theirs = models_for_saving.BUILDERS[name](keras)
+    x, y = models_for_saving.data(data_format)
+    theirs = models_for_saving.BUILDERS[name](keras, data_format)
     _compile(theirs, keras)
     _fit(theirs, x, y)
     theirs.save(tmp_path / "model.h5")
@@ -228,6 +228,31 @@ def test_wrong_weight_shape_names_layer_and_shape(tmp_path):
         del h5["model_weights"][conv][f"{conv}/bias:0"]
         h5["model_weights"][conv][f"{conv}/bias:0"] = np.zeros(7, "float32")
     with pytest.raises(ValueError, match=rf"{conv}/bias:0.*\(7,\).*\(4,\)"):
+        kk.models.load_model(path)
+
+
+def test_a_layer_with_a_weight_missing_names_the_layer_and_the_counts(tmp_path):
+    model = models_for_saving.sequential_cnn(kk)
+    path = tmp_path / "count.h5"
+    model.save(path)
+    conv = model.layers[0].name
+    with h5py.File(path, "r+") as h5:  # the bias gone from the layer's group and its list
+        group = h5["model_weights"][conv]
+        del group[f"{conv}/bias:0"]
+        group.attrs["weight_names"] = group.attrs["weight_names"][:1]
+    with pytest.raises(ValueError, match=rf"count.h5: layer '{conv}' holds 1 weights, Conv2D "
+                                         rf"'{conv}' expects 2 \[\(3, 3, 3, 4\), \(4,\)\]"):
+        kk.models.load_model(path)
+
+
+@pytest.mark.parametrize("kept", [0.5, 0.9])
+def test_a_truncated_h5_model_file_is_refused_naming_it(tmp_path, kept):
+    model = models_for_saving.sequential_cnn(kk)
+    path = tmp_path / "truncated.h5"
+    model.save(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * kept)])
+    with pytest.raises(ValueError, match="truncated.h5"):
         kk.models.load_model(path)
 
 
