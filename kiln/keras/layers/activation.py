@@ -9,15 +9,35 @@ from .base_layer import Layer
 class Activation(Layer):
     """Applies an activation by its Keras name or function (every one of
     `kiln.keras.activations`; softmax and log_softmax on the last axis). After a Conv2D or
-    Dense it fuses into that layer's primitive where oneDNN can (see kiln/ops/eltwise.py)."""
+    Dense it fuses into that layer's primitive where oneDNN can (see kiln/ops/eltwise.py).
+
+    Any other callable is taken as Keras 3 takes it, e.g.
+    `Activation(lambda x: keras.activations.relu(x, max_value=6))`: it is traced on the
+    symbolic input like a Lambda's function, so it must compute with keras.activations /
+    keras.ops."""
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
-        self.activation = activations.get_name(activation, self.context)
-        self.op = ops.Activation(self.name, self.activation)
+        self.function = None
+        try:
+            self.activation = activations.get_name(activation, self.context)
+        except ValueError:
+            if isinstance(activation, str) or not callable(activation):
+                raise
+            self.function, self.activation = activation, None
+        self.op = ops.Activation(self.name, self.activation) if self.function is None \
+            else None
 
     def call(self, inputs):
+        if self.function is not None:
+            return self.function(inputs)
         return apply(self.op, inputs)
 
     def get_config(self):
-        return {**super().get_config(), "activation": self.activation}
+        if self.function is None:
+            activation = self.activation
+        else:  # written as Keras 3 writes it (a lambda as its bytecode, a function by name)
+            from .lambda_layer import Lambda
+
+            activation = Lambda._serialize_function(self.function)
+        return {**super().get_config(), "activation": activation}
