@@ -177,7 +177,8 @@ class MaxPoolDropout(Op):
             return self._separate(builder, x, need_input_grad)
 
         # relu's derivative is bit 3 of the codes (see the module docstring)
-        relu = np.int32(x.activation == "relu")
+        # (only for the tensor's one consumer, as in pooling.py)
+        relu = np.int32(x.activation == "relu" and x.consumers == 1)
         if relu:
             x.activation_grad_applied_downstream = True
         # This backward needs no window (the codes have the argmax) and handles relu's

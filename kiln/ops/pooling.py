@@ -74,9 +74,11 @@ class Pooling2D(Op):
 
         # max(f(z)) = f(max(z)) for the non-decreasing activations conv fuses, and max pooling
         # routes the gradient to the argmax only: so the activation's derivative can be applied
-        # to the pooled gradient (4x smaller for 2x2) from the pooled output, exactly.
+        # to the pooled gradient (4x smaller for 2x2) from the pooled output, exactly. Only
+        # for the tensor's one consumer: another one's gradient (a U-Net's skip connection)
+        # needs the derivative at every position, so the producer then applies it to the sum.
         activation = (x.activation if self.mode == "max" and x.activation in FUSABLE
-                      and spec(x.activation).monotone else None)
+                      and spec(x.activation).monotone and x.consumers == 1 else None)
         if activation is not None:
             x.activation_grad_applied_downstream = True
 

@@ -44,6 +44,9 @@ class Tensor:
             skips its own activation backward.
         backward_reads_memory: whether the producer's backward reads this output (besides
             the activation derivative above). True unless the producer says otherwise.
+        consumers: how many ops (and model outputs) read this tensor, set by the plan. A
+            consumer may take over the activation's derivative only when it is the only one:
+            the others' gradients still need it.
     """
 
     memory: Memory
@@ -52,6 +55,7 @@ class Tensor:
     activation: str | None = None
     activation_grad_applied_downstream: bool = False
     backward_reads_memory: bool = True
+    consumers: int = 1
 
     @property
     def dims(self):

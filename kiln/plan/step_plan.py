@@ -158,6 +158,12 @@ class StepPlan:
             requires_grad[id(front[-1].output)] = learns
             backwards.append((front[-1].output, [graph.inputs[0]], backward, 1))
             planned = {id(node) for node in front}
+        # readers of each tensor: the graph's ops and the model's outputs (their losses)
+        consumers = {}
+        for tensor in [t for node in graph.nodes for t in node.inputs] + list(graph.outputs):
+            consumers[id(tensor)] = consumers.get(id(tensor), 0) + 1
+        for key, value in values.items():  # the inputs, a sub-batched front's output
+            value.consumers = consumers.get(key, 0)
         for node in graph.nodes:
             if id(node) in planned or id(node) in self._skipped:
                 continue
@@ -167,6 +173,7 @@ class StepPlan:
             many = op.arity is None
             output, backward = op.forward(builder, xs if many else xs[0],
                                           needs if many else needs[0])
+            output.consumers = consumers.get(id(node.output), 0)
             values[id(node.output)] = output
             learns = trainable_parameters(op, [x.dims for x in xs] if many else xs[0].dims,
                                           parameters)
