@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kiln.binding import constants as dnnl
+from kiln.binding.library import lib
 from kiln.binding.memory import Memory
 from kiln.binding.primitive import reorder_now
 from kiln.ops.tensor import CHANNELS_FIRST, CHANNELS_LAST, Tensor
@@ -29,6 +31,15 @@ from kiln.plan.step_plan import logical_dims, plain_desc
 __all__ = ["OpHarness", "OpResult", "run_ops", "check_op", "check_numerical_gradients",
            "parameter_specs", "CHANNELS_FIRST", "CHANNELS_LAST"]
 
+
+
+def native_channel_block():
+    """The blocked layout oneDNN's convolutions choose on this CPU (nChw16c with AVX-512,
+    nChw8c below it): oneDNN 3.2's jit binary kernels take that block, and only their
+    reference kernel the other one."""
+    isa = lib.dnnl_get_effective_cpu_isa()
+    avx512 = isa & dnnl.cpu_isa_avx512_core == dnnl.cpu_isa_avx512_core
+    return dnnl.aBcd16b if avx512 else dnnl.aBcd8b
 
 def parameter_specs(op, input_dims, data_format):
     """op.parameter_dims(...) -> {name: (dims, tag)}; Dense also takes the data format."""

@@ -6,7 +6,7 @@ in oneDNN's blocked layouts (also padded), and the shape errors."""
 import numpy as np
 import pytest
 from multi_input_checker import MultiInputHarness, check_multi_input_op
-from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op
+from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op, native_channel_block
 
 from kiln.binding import constants as dnnl
 from kiln.ops.broadcast import COMPARISONS, OPERATIONS, BroadcastBinary
@@ -193,9 +193,11 @@ def test_blocked_layouts(channels, tag, operation):
 
 
 def test_per_channel_forward_is_one_onednn_call_in_the_input_layout():
-    """A per-channel bias onto nChw8c: one binary primitive, no reorder of the activation."""
+    """A per-channel bias onto the CPU's blocked layout: one binary primitive, no reorder of
+    the activation."""
     xs, _ = operands((N, 16, H, W), (1, 16, 1, 1), CHANNELS_LAST, seed=5)
-    harness = MultiInputHarness(BroadcastBinary("bias", "add"), xs, layouts={0: dnnl.aBcd8b})
+    harness = MultiInputHarness(BroadcastBinary("bias", "add"), xs,
+                                layouts={0: native_channel_block()})
     op_calls = [c for c in harness.forward_calls if c.label.startswith("bias")]
     assert [type(c).__name__ for c in op_calls if "forward" in c.label] == ["BoundCall"]
     assert not [c for c in op_calls if "input 0" in c.label]
