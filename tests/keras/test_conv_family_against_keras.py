@@ -90,17 +90,23 @@ def test_layer_matches_keras(name, data_format, optimizers):
     check_against_keras(classifier(make_layers, shape, data_format), optimizers=optimizers)
 
 
+def conv1d_stack(K, data_format, first_activation, last_activation):
+    """Conv1D layers (causal and dilated, strided and grouped, same) on a 9-step input:
+    (inputs, the 4-step output)."""
+    L = K.layers
+    f = dict(data_format=data_format)
+    inputs = K.Input((9, 3) if data_format == CL else (3, 9))
+    x = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation=first_activation,
+                 **f)(inputs)
+    x = L.Conv1D(6, 2, strides=2, groups=2, **f)(x)                          # 4 steps
+    return inputs, L.Conv1D(5, 3, padding="same", activation=last_activation, **f)(x)
+
+
 def conv1d_model(data_format):
-    """Conv1D layers (causal and dilated, strided and grouped, same), then a Conv1D whose
-    kernel spans all steps."""
+    """The Conv1D stack, then a Conv1D whose kernel spans all steps."""
     def build(K):
-        L = K.layers
-        f = dict(data_format=data_format)
-        inputs = K.Input((9, 3) if data_format == CL else (3, 9))
-        x = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="relu", **f)(inputs)
-        x = L.Conv1D(6, 2, strides=2, groups=2, **f)(x)                      # 4 steps
-        x = L.Conv1D(5, 3, padding="same", activation="tanh", **f)(x)
-        return K.Model(inputs, L.Conv1D(3, 4, **f)(x))                       # 1 step
+        inputs, x = conv1d_stack(K, data_format, "relu", "tanh")
+        return K.Model(inputs, K.layers.Conv1D(3, 4, data_format=data_format)(x))  # 1 step
     return build
 
 
@@ -118,13 +124,9 @@ def test_conv1d_model_trains_like_keras(data_format):
     after it has the same kernel in both formats) and a softmax Dense, then the same losses
     and weights as Keras after SGD and Adam steps from the same weights."""
     def build(K):
-        L = K.layers
-        f = dict(data_format=data_format)
-        inputs = K.Input((9, 3) if data_format == CL else (3, 9))
-        x = L.Conv1D(4, 3, padding="causal", dilation_rate=2, activation="tanh", **f)(inputs)
-        x = L.Conv1D(6, 2, strides=2, groups=2, **f)(x)                      # 4 steps
-        x = L.Conv1D(5, 3, padding="same", activation="sigmoid", **f)(x)
-        return K.Model(inputs, L.Dense(3, activation="softmax")(L.Flatten(**f)(x)))
+        inputs, x = conv1d_stack(K, data_format, "tanh", "sigmoid")
+        x = K.layers.Flatten(data_format=data_format)(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
     check_against_keras(build, optimizers=["sgd", "adam"])
 
 
