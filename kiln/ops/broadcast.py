@@ -16,9 +16,10 @@ per-channel bias onto nChw8c is read as 8-lane blocks too); swapped for commutat
 x0 is the broadcast one (subtract swaps with a fused `* -1`). oneDNN 3.2 has only its
 reference kernel (100x slower) for many broadcast patterns, and none for both operands
 broadcasting: those run broadcast_kernels.elementwise_kernel, on the layout as it is.
-A per-channel parameter added to or multiplying nhwc data (a custom layer's bias or scale
-after a conv) runs ChannelAffine's numba forward instead, measured faster than the binary's
-jit kernel on that layout (channel_affine.channels_innermost).
+A per-channel parameter added to or multiplying nhwc or nchw data (a custom layer's bias or
+scale after a conv) runs ChannelAffine's numba forward instead, measured faster than the
+binary's jit kernel on those layouts (channel_affine.plain_4d), a large output written with
+streaming stores.
 
 Backward: the gradient of an operand is the output gradient times the local derivative
 (1 for add, -1, the other operand, 1 / x1, -x0 / x1**2, the max / min share, the power
@@ -37,7 +38,7 @@ from ..binding.memory import Memory, MemoryDesc, layout_key
 from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
 from . import broadcast_kernels as kernels
 from .base import Op
-from .channel_affine import channels_innermost, kernel_iteration, per_channel
+from .channel_affine import kernel_iteration, per_channel, plain_4d
 from .channel_affine_kernels import forward_kernel as affine_forward_kernel
 from .merge import linear, needed
 from .numba_config import THREADS
@@ -210,13 +211,13 @@ class _Planned:
                           self.memories[1], None, label, backward=False)
 
     def _forward_per_channel(self, label):
-        """x + or * a per-channel parameter on nhwc data: ChannelAffine's numba forward
-        (faster than oneDNN's binary there, see channel_affine.channels_innermost), the
+        """x + or * a per-channel parameter on nhwc or nchw data: ChannelAffine's numba forward
+        (faster than oneDNN's binary there, see channel_affine.plain_4d), the
         parameter read in its Keras layout and a plan-owned 0 or 1 for the other side."""
         op, builder = self.op, self.builder
         desc = self.source_desc(0)
         if op.operand is None or op.operation not in ("add", "multiply") \
-                or not per_channel(op.operand[1]) or not channels_innermost(desc):
+                or not per_channel(op.operand[1]) or not plain_4d(desc):
             return False
         parameter_desc = MemoryDesc.with_tag(op.operand[1], dnnl.f32, op.operand[2])
         parameter = self.operand_memory(1, parameter_desc)

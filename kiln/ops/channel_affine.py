@@ -7,8 +7,9 @@ relu mask, two per-channel sums and a times-scale pass over separate buffers. Fu
 
 - Forward: one oneDNN binary call, `x * scale` with the shift as a binary post-op and the
   relu as an eltwise post-op, reading x in its own layout (a convolution's blocked nChw8c or
-  nhwc) and writing y in the same; numba's forward_kernel on nhwc, where it is faster
-  (channels_innermost), and where oneDNN has only its reference kernel.
+  nChw16c) and writing y in the same; numba's forward_kernel on the plain layouts (nhwc,
+  nchw), where it is faster (plain_4d), and where oneDNN has only its reference kernel. It
+  writes a large output with streaming stores (streaming_stores.py).
 - Backward: channel_affine_kernels.backward_kernel, one pass reading dy, y (the relu's mask)
   and x (the scale's gradient), writing dx and summing both
   parameter gradients per channel.
@@ -41,14 +42,21 @@ def kernel_iteration(desc, parameter_desc):
     return split_rows(*plan_axes(axes, strides))
 
 
-def channels_innermost(desc):
-    """Whether `desc` is a plain 4D layout with the channels innermost (nhwc). There the numba
-    forward_kernel beats oneDNN 3.2's binary (jit:uni), whose per-channel broadcast reloads
-    the operand for every 64-float row: 1.16-1.20 against 1.32 ms for a bias onto 128x64x24x24,
-    1.17 against 1.65 ms with a scale and a relu (2-core AMD EPYC, AVX2, medians of 30-40
-    alternating calls); on nchw and the blocked layouts oneDNN is as fast or faster."""
+def plain_4d(desc):
+    """Whether `desc` is a plain 4D layout (nhwc, nchw). There the numba forward_kernel beats
+    oneDNN 3.2's binary (jit:uni), whose per-channel broadcast reloads the operand for every
+    64-float row of nhwc, and which writes a large output with ordinary stores where the
+    kernel streams it (streaming_stores.py). x * scale + shift (with or without the relu)
+    onto 64 channels, 2-core AMD EPYC Zen 4 (AVX-512), medians of 100-500 alternating calls,
+    numba against oneDNN:
+    - nhwc 32x64x24x24 (4.7 MB): 0.066-0.081 against 0.27-0.29 ms; 128x64x24x24 (18.9 MB,
+      streamed): 0.71-0.76 against 0.82-1.14 ms.
+    - nchw 8x64x24x24 (1.2 MB): 0.036-0.041 against 0.034-0.038 ms (even); 32x64x24x24:
+      0.083-0.087 against 0.102-0.113 ms; 128x64x24x24: 0.75-0.81 against 0.90-0.92 ms.
+    On the blocked layouts oneDNN is as fast or faster (nChw16c, 128x64x24x24: 0.69-0.71
+    against 0.76 ms)."""
     key = layout_key(desc)
-    return len(desc.dims) == 4 and len(key) == 6 and key[4] == () and key[3][1] == 1 \
+    return len(desc.dims) == 4 and len(key) == 6 and key[4] == () \
         and physical_axes(desc) is not None
 
 
@@ -114,7 +122,7 @@ class ChannelAffine(Op):
         source = builder.reorder(x.memory, desc, f"{self.name} input to layout")
         scale, shift = self._parameter_memories(builder, desc)
         output = builder.allocate(desc)
-        if channels_innermost(desc) or not self._forward_onednn(builder, source, scale, shift,
+        if plain_4d(desc) or not self._forward_onednn(builder, source, scale, shift,
                                                                   output, relu):
             shape, strides = kernel_iteration(desc, scale.desc)
             builder.add_forward(builder.memory_kernel(kernels.forward_kernel, (

@@ -9,12 +9,19 @@ and a times-scale pass read and wrote the same tensors four times over.
 Both kernels walk the physical axes of the activation's layout as `broadcast_kernels` does
 (nhwc, nchw, nChw8c / nChw16c), with the per-channel parameters read through strides: stride
 0 on the axes a channel's value is repeated over.
+
+The forward writes a large output (streaming_stores.STREAMING_BYTES) with streaming stores
+where its runs are contiguous (a row of lines back to back, or lines of one channel each):
+ordinary stores would read every output line from memory first, 3 tensors' worth of traffic
+for 2.
 """
 
 import numpy as np
 
 from .broadcast_kernels import AXES, OUTER, WIDE, _next, _start
 from .numba_config import PARALLEL, SERIAL, THREADS, njit, prange
+from .streaming_stores import (VECTOR, fill_lanes, lane_period, store_fence,
+                               stream_affine_run, streams)
 
 U = np.uint64  # unsigned indices: numba's negative-index wrap turns loads into gathers
 F = np.float32
@@ -147,14 +154,32 @@ def backward_kernel(dx, dy, y, x, scale, scale_grad, shift_grad, relu, shape, st
 
 
 @njit(**SERIAL)
-def _forward_rows(out, x, scale, shift, relu, shape, strides, first, last):
+def _forward_rows(out, x, scale, shift, relu, stream, shape, strides, first, last):
     """forward_kernel's work on rows [first, last) of the OUTER axes."""
     mid, inner = shape[AXES - 2], shape[AXES - 1]
     dm, pm = strides[0, AXES - 2], strides[1, AXES - 2]
     di, pi = strides[0, AXES - 1], strides[1, AXES - 1]
     index, offsets = _start(shape, strides, first)
+    channels = inner if pi == 1 else 1  # how often the parameters repeat along a run
+    period = lane_period(channels)
+    lanes = period + VECTOR if stream else 0
+    lane_scale = np.empty(lanes, dtype=np.float32)
+    lane_shift = np.empty(lanes, dtype=np.float32)
     for _ in range(first, last):
-        if di == 1 and pi == 1 and pm == 0 and dm == inner and WIDE % inner == 0:
+        if stream and di == 1 and pi == 1 and pm == 0 and dm == inner:
+            # the row is one run of lines back to back, the same channels on every line
+            fill_lanes(lane_scale, scale, offsets[1], channels)
+            fill_lanes(lane_shift, shift, offsets[1], channels)
+            stream_affine_run(out, x, offsets[0], mid * inner, lane_scale, lane_shift,
+                              period, relu)
+        elif stream and di == 1 and pi == 0:  # lines of one channel each
+            for j in range(mid):
+                p = offsets[1] + j * pm
+                fill_lanes(lane_scale, scale, p, 1)
+                fill_lanes(lane_shift, shift, p, 1)
+                stream_affine_run(out, x, offsets[0] + j * dm, inner, lane_scale,
+                                  lane_shift, period, relu)
+        elif di == 1 and pi == 1 and pm == 0 and dm == inner and WIDE % inner == 0:
             # short lines back to back (nhwc's C, nChw8c's lanes): WIDE elements at a time
             # against lane copies of the parameters
             _forward_lanes(out, x, scale, shift, relu, offsets[0], offsets[1], inner,
@@ -208,11 +233,15 @@ def _forward_lanes(out, x, scale, shift, relu, start, p, inner, count):
 
 @njit(**PARALLEL)
 def forward_kernel(out, x, scale, shift, relu, shape, strides):
-    """out = x * scale + shift (then max(., 0) when relu), strides as backward_kernel's."""
+    """out = x * scale + shift (then max(., 0) when relu), strides as backward_kernel's.
+    A large output is written with streaming stores (streaming_stores.py)."""
     rows = 1
     for axis in range(OUTER):
         rows *= shape[axis]
+    stream = streams(4 * out.size)
     chunks = min(rows, 8 * THREADS)
     for chunk in prange(chunks):
-        _forward_rows(out, x, scale, shift, relu, shape, strides, rows * chunk // chunks,
-                      rows * (chunk + 1) // chunks)
+        _forward_rows(out, x, scale, shift, relu, stream, shape, strides,
+                      rows * chunk // chunks, rows * (chunk + 1) // chunks)
+        if stream:
+            store_fence()

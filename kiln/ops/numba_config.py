@@ -44,3 +44,6 @@ prange = numba.prange
 get_thread_id = numba.get_thread_id
 # Threads numba may run (set_num_threads can lower it, never raise it): per-thread scratch rows.
 THREADS = numba.config.NUMBA_NUM_THREADS
+# what a kernel module needs to write an LLVM intrinsic (streaming_stores.py)
+intrinsic = numba.extending.intrinsic
+types = numba.types
