@@ -178,6 +178,7 @@ ARG_DIFF_SHIFT = 256
 ARG_FROM = 1
 ARG_TO = 17
 ARG_ATTR_MULTIPLE_POST_OP_BASE = 32768  # (index + 1) * this | ARG_SRC_1: binary post-op
+ARG_ATTR_SCALES = 4096  # | ARG_SRC (or another argument): that argument's scales
 
 MAX_NDIMS = 12
 

@@ -68,6 +68,7 @@ DECLARATIONS = {
     "dnnl_primitive_attr_set_scratchpad_mode": (status_t, [H, c_int]),
     "dnnl_primitive_attr_set_fpmath_mode": (status_t, [H, c_int]),
     "dnnl_primitive_attr_set_post_ops": (status_t, [H, H]),
+    "dnnl_primitive_attr_set_scales_mask": (status_t, [H, c_int, c_int]),
     "dnnl_post_ops_create": (status_t, [PH]),
     "dnnl_post_ops_destroy": (status_t, [H]),
     "dnnl_post_ops_append_eltwise": (status_t, [H, c_int, c_float, c_float]),

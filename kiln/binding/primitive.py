@@ -21,9 +21,13 @@ class Attributes:
             ("binary", binary alg, src1 MemoryDesc) for a second operand the primitive reads
             (argument `post_op_arg(index)` at execution, index = its place in this list).
         fpmath_mode: oneDNN math mode (bf16 down-conversion allowed or not).
+        source_scales_mask: None, or the dims (bit i for dim i) along which the source is
+            multiplied by scales given at execution (argument ARG_ATTR_SCALES | ARG_SRC, one
+            float per index of those dims), as a reorder takes them.
     """
 
-    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict):
+    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict,
+                 source_scales_mask=None):
         self.handle = None
         self.key = (tuple(op if op[0] != "binary" else (op[1], op[2].dims)
                           for op in eltwise_post_ops), fpmath_mode)
@@ -33,6 +37,9 @@ class Attributes:
         # The plan owns one scratchpad buffer shared by all primitives: no hidden allocations.
         check(lib.dnnl_primitive_attr_set_scratchpad_mode(handle, dnnl.scratchpad_mode_user),
               "attr scratchpad")
+        if source_scales_mask is not None:
+            check(lib.dnnl_primitive_attr_set_scales_mask(handle, dnnl.ARG_SRC,
+                                                          source_scales_mask), "attr scales")
         if fpmath_mode != dnnl.fpmath_mode_strict:
             check(lib.dnnl_primitive_attr_set_fpmath_mode(handle, fpmath_mode), "attr fpmath")
         if eltwise_post_ops:
@@ -112,6 +119,16 @@ def reorder_pd(source_desc, target_desc):
                          f"{source_desc} -> {target_desc}",
                          source_desc.handle, cpu_engine(), target_desc.handle, cpu_engine(),
                          default_attributes().handle, engine_first=False)
+
+
+def scaled_reorder_pd(source_desc, target_desc, mask):
+    """target = source times a scale per index of the dims in `mask` (see Attributes), in
+    any two layouts: e.g. a kernel (O, I, kh, kw) times one scale per output channel (mask 1)."""
+    attributes = Attributes(source_scales_mask=mask)  # alive until the descriptor exists
+    return PrimitiveDesc("dnnl_reorder_primitive_desc_create", "reorder",
+                         f"{source_desc} -> {target_desc} scaled along mask {mask}",
+                         source_desc.handle, cpu_engine(), target_desc.handle, cpu_engine(),
+                         attributes.handle, engine_first=False)
 
 
 def sum_pd(target_desc, source_descs):

@@ -10,6 +10,10 @@ A custom layer's `x * scale + bias` (keras.ops on per-channel weights) then a re
 BroadcastBinary / Activation ops become one ChannelAffine (one oneDNN binary call with
 post-ops forward, one pass backward).
 
+A convolution followed by that ChannelAffine becomes one convolution again, on weights
+scaled per output channel (Conv2DChannelAffine): the custom layer costs what Conv2D's own bias
+and relu cost.
+
 A rewrite applies only where the producer's output has exactly one consumer and is not a
 model output: otherwise someone else still needs the unfused tensor.
 """
@@ -30,6 +34,7 @@ from ..ops import (
 from ..ops.batch_norm_folding import fold_into_conv
 from ..ops.broadcast import BroadcastBinary
 from ..ops.channel_affine import ChannelAffine, per_channel
+from ..ops.conv2d_channel_affine import Conv2DChannelAffine
 from ..ops.conv2d_residual import Conv2DResidual
 from ..ops.eltwise import known as known_activation
 from ..ops.eltwise import post_ops
@@ -107,6 +112,16 @@ def fold_channel_affine(producer, consumer):
     return None
 
 
+def fold_conv_channel_affine(producer, consumer):
+    """Conv2D without activation + ChannelAffine of its filters -> one Conv2DChannelAffine
+    (training and inference: the rewrite is exact, see conv2d_channel_affine.py)."""
+    if (isinstance(consumer, ChannelAffine) and type(producer) is Conv2D
+            and producer.activation in (None, "linear") and producer.channel_affine is None
+            and consumer.operand_dims == (1, producer.filters, 1, 1)):
+        return Conv2DChannelAffine(producer, consumer)
+    return None
+
+
 def fold_pool_dropout(producer, consumer):
     """A 2x2/2 max Pooling2D + Dropout -> one MaxPoolDropout."""
     if (isinstance(consumer, Dropout) and isinstance(producer, Pooling2D)
@@ -143,7 +158,8 @@ def fold_residual_add(producers, consumer, writable):
     return None
 
 
-RULES = (fold_activation, fold_relu, fold_pool_dropout, fold_channel_affine)
+RULES = (fold_activation, fold_relu, fold_pool_dropout, fold_channel_affine,
+         fold_conv_channel_affine)
 INFERENCE_RULES = (fold_batch_norm, fold_activation_for_inference, fold_residual_add)
 # rules over a consumer with several inputs; they run once the one-input rules are done, so
 # a batch norm is folded into its convolution and a relu into its add before

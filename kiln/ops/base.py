@@ -8,6 +8,8 @@ kernels where oneDNN has none), side by side in one module:
                               `dims` is a list, one entry per input
     parameter_dims(dims)      {short name: (logical dims, tag of the Keras layout)} of the
                               trainable weights; the plan names them "<op name>/<short name>"
+    parameter_names(dims)     the full names of those weights (an op fused from two layers'
+                              ops reads weights of both)
     state_dims(dims)          the same for non-trainable state the step updates
                               (BatchNormalization's moving statistics)
     per_image                 True when the op treats each image alone (it may then run in
@@ -36,6 +38,9 @@ class Op:
 
     def parameter_dims(self, input_dims):
         return {}
+
+    def parameter_names(self, input_dims):
+        return [f"{self.name}/{short}" for short in self.parameter_dims(input_dims)]
 
     def state_dims(self, input_dims):
         return {}

@@ -145,6 +145,28 @@ class Conv2D(Op):
                                         same_padding(w, self._span[1], self.strides[1]))
         return (top, left), (bottom, right)
 
+    # -- the weights the primitives read and the gradients they write (Conv2DChannelAffine,
+    # conv2d_channel_affine.py, reads scaled weights and writes their gradients aside) --------
+    @property
+    def primitive_bias(self):
+        """Whether the primitives take a bias argument."""
+        return self.use_bias
+
+    def kernel_value(self, builder, desc):
+        return builder.param(f"{self.name}/{self.kernel_name}", desc)
+
+    def bias_value(self, builder, desc):
+        return builder.param(f"{self.name}/bias", desc)
+
+    def wants_weight_grads(self, builder):
+        return builder.wants_grad(f"{self.name}/{self.kernel_name}")
+
+    def weight_grad_targets(self, builder, weights_desc, bias_desc):
+        """(where backward-weights writes the kernel's gradient, the bias's or None)."""
+        kernel = builder.param_grad(f"{self.name}/{self.kernel_name}", weights_desc)
+        bias = builder.param_grad(f"{self.name}/bias", bias_desc) if self.use_bias else None
+        return kernel, bias
+
     # -- forward and backward -------------------------------------------------------------------
     def forward(self, builder, x, need_input_grad=True, residual=None):
         """Plan `y = activation(conv(x, kernel) + bias [+ residual])`; returns (y, backward).
@@ -157,8 +179,9 @@ class Conv2D(Op):
         weight_dims = self.parameter_dims(input_dims)[self.kernel_name][0]
         pad_l, pad_r = self._padding(input_dims[2], input_dims[3])
         dt = builder.data_type
+        has_bias = self.primitive_bias
         geometry = (tuple(input_dims), output_dims, self.kernel_size, self.strides, pad_l, pad_r,
-                    self.use_bias, self.dilation_rate, self.groups, self.activation_tag)
+                    has_bias, self.dilation_rate, self.groups, self.activation_tag)
         shapes = f"Conv2D '{self.name}' input {list(input_dims)} output {list(output_dims)}"
         if self.activation_tag is None:
             src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
@@ -167,7 +190,7 @@ class Conv2D(Op):
             dst_any = MemoryDesc.with_tag(output_dims, dt, self.activation_tag)
         w_any = MemoryDesc.any(weight_dims, dt)
         w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
-        bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None
+        bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if has_bias else None
         bias_handle = bias_desc.handle if bias_desc is not None else None
         strides = to_dims(self.strides)
         dilates = to_dims(tuple(d - 1 for d in self.dilation_rate))  # oneDNN counts the gaps
@@ -233,12 +256,11 @@ class Conv2D(Op):
                                   backward_weights().pd.md(dnnl.query_diff_weights_md))
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
         args = {dnnl.ARG_SRC: src,
-                dnnl.ARG_WEIGHTS: builder.param(kernel_param,
-                                                fwd.pd.md(dnnl.query_weights_md)),
+                dnnl.ARG_WEIGHTS: self.kernel_value(builder, fwd.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DST: residual_memory if residual_memory is not None and not separate_add
                 else builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
-        if self.use_bias:
-            args[dnnl.ARG_BIAS] = builder.param(f"{self.name}/bias", bias_desc)
+        if has_bias:
+            args[dnnl.ARG_BIAS] = self.bias_value(builder, bias_desc)
         if affine is not None:
             args[post_op_arg(0)], args[post_op_arg(1)] = affine
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
@@ -252,18 +274,19 @@ class Conv2D(Op):
             grad = output_grad
             if not result.activation_grad_applied_downstream:
                 grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            if builder.wants_grad(kernel_param):  # not for a frozen layer
+            if self.wants_weight_grads(builder):  # not for a frozen layer
                 bwd_w = backward_weights()
+                weights_grad, bias_grad = self.weight_grad_targets(
+                    builder, bwd_w.pd.md(dnnl.query_diff_weights_md), bias_desc)
                 w_args = {
                     dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
                                                   f"{self.name} input for weights", backward=True),
                     dnnl.ARG_DIFF_DST: builder.reorder(
                         grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
                         f"{self.name} gradient for weights", backward=True),
-                    dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
-                        kernel_param, bwd_w.pd.md(dnnl.query_diff_weights_md))}
-                if self.use_bias:
-                    w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
+                    dnnl.ARG_DIFF_WEIGHTS: weights_grad}
+                if has_bias:
+                    w_args[dnnl.ARG_DIFF_BIAS] = bias_grad
                 builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
             if not need_input_grad:
                 return None
@@ -295,8 +318,7 @@ class Conv2D(Op):
                 dnnl.ARG_DIFF_DST: builder.reorder(
                     grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
                     f"{self.name} gradient for data", backward=True),
-                dnnl.ARG_WEIGHTS: builder.param(kernel_param,
-                                                bwd_d.pd.md(dnnl.query_weights_md)),
+                dnnl.ARG_WEIGHTS: self.kernel_value(builder, bwd_d.pd.md(dnnl.query_weights_md)),
                 dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
             return input_grad
 

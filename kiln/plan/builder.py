@@ -70,6 +70,9 @@ class PlanBuilder:
         self.backward_calls = []
         self.reorder_labels = []
         self._parameter_views = {}
+        self._derived = {}           # key -> what derived() planned for it
+        self.derived_calls = set()   # id() of the forward calls derived() planned
+        self._after_sums = {}        # key -> a function planning calls after the gradient sums
         self._scratchpad_memories = []
         self._scratchpad_bytes = 0
         self._scratchpad_storage = aligned_bytes(64)
@@ -204,6 +207,46 @@ class PlanBuilder:
                 self._slice = current
         return self._parameter_views[key]
 
+    def derived(self, key, make):
+        """A value computed from parameters once per step (a convolution's weights times a
+        following per-channel scale): `make()` plans it on the first request, outside any
+        sub-batch (its buffers are whole, its calls join the forward list once); later
+        requests with the same key get the same result."""
+        if key not in self._derived:
+            current, self._slice = self._slice, None
+            first = len(self.forward_calls)
+            try:
+                self._derived[key] = make()
+            finally:
+                self._slice = current
+            self.derived_calls.update(id(call) for call in self.forward_calls[first:])
+        return self._derived[key]
+
+    def derived_grad(self, key, desc):
+        """Where a backward primitive writes the gradient of a derived() value, in layout
+        `desc`: for the first writer a whole buffer of its own; sub-batches after the first,
+        and later calls of a layer used more than once, get a part that add_pending_sums()
+        adds to it (as param_grad's parts)."""
+        later_part = (self._slice is not None and self._slice[1] > 0) or key in self._written
+        if key not in self._derived:
+            current, self._slice = self._slice, None
+            try:
+                self._derived[key] = self.allocate(desc)
+            finally:
+                self._slice = current
+        total = self._derived[key]
+        self._written.add(key)
+        if not later_part:
+            return total
+        part = Memory(total.desc)
+        self._pending_sums.setdefault(key, (total, []))[1].append(part)
+        return part
+
+    def after_gradient_sums(self, key, plan):
+        """Have `plan()` add its backward calls once the gradient parts are summed (the next
+        add_pending_sums()): a derived value's gradient is complete only then. One per key."""
+        self._after_sums.setdefault(key, plan)
+
     def wants_grad(self, name):
         """Whether the step computes the gradient of parameter `name` (not when frozen)."""
         return self.training and self.parameters.trainable(name)
@@ -302,10 +345,18 @@ class PlanBuilder:
 
     def add_pending_sums(self):
         """Add one sum per parameter: its gradient += every later part (sub-batches after the
-        first, and later calls of a layer used more than once)."""
-        for name, (grad, parts) in self._pending_sums.items():
-            self.add_sum(grad, [grad, *parts], f"{name} gradient, sum of parts")
-        self._pending_sums = {}
+        first, and later calls of a layer used more than once); then what after_gradient_sums()
+        deferred, and the sums of any parts that adds."""
+        while True:
+            for name, (grad, parts) in self._pending_sums.items():
+                label = name if isinstance(name, str) else " ".join(map(str, name))
+                self.add_sum(grad, [grad, *parts], f"{label} gradient, sum of parts")
+            self._pending_sums = {}
+            deferred, self._after_sums = self._after_sums, {}
+            if not deferred:
+                return
+            for plan in deferred.values():
+                plan()
 
     add_sub_batch_sums = add_pending_sums
 

@@ -49,8 +49,8 @@ def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
 
 def trainable_parameters(op, dims, parameters):
     """Whether `op` (on input dims) has a weight the step updates."""
-    names = (f"{op.name}/{key}" for key in op.parameter_dims(dims))
-    return any(name in parameters and parameters.trainable(name) for name in names)
+    return any(name in parameters and parameters.trainable(name)
+               for name in op.parameter_names(dims))
 
 
 def front_chain(graph):
@@ -267,9 +267,10 @@ class StepPlan:
                     has_parameters = trainable_parameters(op, part.dims, builder.parameters)
                     first_call = len(builder.forward_calls)
                     part, backward = op.forward(builder, part, need_input_grad=seen)
-                    if position == 0 and recompute:
+                    if position == 0 and recompute:  # (values derived from weights stay)
                         replays.append([call.relabeled(f"{call.label} again for backward")
-                                        for call in builder.forward_calls[first_call:]])
+                                        for call in builder.forward_calls[first_call:]
+                                        if id(call) not in builder.derived_calls])
                     chain.append(backward)
                     seen = seen or has_parameters
             chains.append(chain)

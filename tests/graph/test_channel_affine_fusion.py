@@ -1,6 +1,7 @@
 """A custom layer's per-channel `x * scale + bias` and the relu after it fold into one
-ChannelAffine op (graph/fusion.py: fold_channel_affine), and the model predicts and trains
-exactly as with the three ops unfused, in both data formats."""
+ChannelAffine op (graph/fusion.py: fold_channel_affine), and after a convolution into the
+convolution (fold_conv_channel_affine); the model predicts and trains as with the three ops
+unfused, in both data formats."""
 
 import numpy as np
 import pytest
@@ -28,7 +29,13 @@ class ScaleBias(layers.Layer):
         return ops.relu(y) if self.relu_inside else y
 
 
-def model(data_format, fused):
+# the rules each variant plans without
+WITHOUT = {"into the convolution": (),
+           "ChannelAffine": (fusion.fold_conv_channel_affine,),
+           "separate": (fusion.fold_conv_channel_affine, fusion.fold_channel_affine)}
+
+
+def model(data_format, variant):
     keras.utils.set_random_seed(4)
     shape = (10, 10, 3) if data_format == "channels_last" else (3, 10, 10)
     net = keras.Sequential([
@@ -41,24 +48,25 @@ def model(data_format, fused):
         layers.Flatten(data_format=data_format), layers.Dense(6), ScaleBias(),
         layers.Dense(3, activation="softmax")])
     net.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.Adam(0.01))
-    if not fused:
-        net._plan_rules = tuple(r for r in net._plan_rules if r is not fusion.fold_channel_affine)
+    net._plan_rules = tuple(r for r in net._plan_rules if r not in WITHOUT[variant])
     return net
 
 
+@pytest.mark.parametrize("variant", ["into the convolution", "ChannelAffine"])
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
-def test_custom_scale_bias_layers_fold_and_train_like_unfused(data_format):
+def test_custom_scale_bias_layers_fold_and_train_like_unfused(data_format, variant):
     rng = np.random.default_rng(0)
     shape = (16, 10, 10, 3) if data_format == "channels_last" else (16, 3, 10, 10)
     x = rng.normal(size=shape).astype(np.float32)
     y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 16)]
-    fused, separate = model(data_format, True), model(data_format, False)
+    fused, separate = model(data_format, variant), model(data_format, "separate")
     weights = [w + rng.normal(scale=0.3, size=w.shape).astype(np.float32)
                for w in fused.get_weights()]  # scales other than 1, biases other than 0
     fused.set_weights(weights)
     separate.set_weights(weights)
     kinds = [(type(op).__name__, getattr(op, "activation", None)) for op in fused.ops]
-    assert kinds.count(("ChannelAffine", "relu")) == 2
+    after_conv = "Conv2DChannelAffine" if variant == "into the convolution" else "ChannelAffine"
+    assert kinds.count((after_conv, "relu")) == 2
     assert kinds.count(("ChannelAffine", None)) == 1  # after a Dense, no relu follows
     assert "BroadcastBinary" not in [kind for kind, _ in kinds]
     assert "ChannelAffine" not in [type(op).__name__ for op in separate.ops]
