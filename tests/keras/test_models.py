@@ -42,6 +42,24 @@ def test_list_constructor_and_add_build_the_same_model():
     assert added.predict(x).shape == (5, 3)
 
 
+def test_get_layer_by_name_and_index_as_keras():
+    from keras_oracle import real_keras
+    real = real_keras()
+    models = [K.Sequential([K.Input((4,)), K.layers.Dense(3, name="hidden"),
+                            K.layers.Dense(2, name="out")]) for K in (keras, real)]
+    for model in models:
+        assert model.get_layer("out") is model.layers[1]
+        assert model.get_layer(index=0).name == "hidden"
+        assert model.get_layer(index=-1).name == "out"
+    for kwargs in ({"name": "nope"}, {"index": 2}, {}, {"name": "out", "index": 1}):
+        messages = []
+        for model in models:
+            with pytest.raises(ValueError) as error:
+                model.get_layer(**kwargs)
+            messages.append(str(error.value))
+        assert messages[0] == messages[1], kwargs
+
+
 def test_empty_model_is_an_error():
     with pytest.raises(ValueError, match="no layers"):
         keras.Sequential().build()

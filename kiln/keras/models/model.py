@@ -86,6 +86,25 @@ class Model(Trainer, Layer):
             return list(self._tracked)
         return list(self._layers)
 
+    def get_layer(self, name=None, index=None):
+        """A layer by name or by its index in `layers`, with Keras 3's messages."""
+        if name is not None and index is not None:
+            raise ValueError("Provide only a layer name or a layer index. Received: "
+                             f"index={index}, name={name}.")
+        layers = self.layers
+        if index is not None:
+            if not -len(layers) <= index < len(layers):
+                raise ValueError(f"Was asked to retrieve layer at index {index} but model "
+                                 f"only has {len(layers)} layers.")
+            return layers[index]
+        if name is not None:
+            for layer in layers:
+                if layer.name == name:
+                    return layer
+            raise ValueError(f"No such layer: {name}. Existing layers are: "
+                             f"{[layer.name for layer in layers]}.")
+        raise ValueError("Provide either a layer name or layer index at `get_layer`.")
+
     @property
     def input(self):
         self._require_graph()
