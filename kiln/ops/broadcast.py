@@ -7,8 +7,9 @@ inputs, as a step function's almost everywhere).
 Shape rule: numpy's, over logical dims of equal rank ((N, C, H, W) for 4D whatever the data
 format): axes of size 1 broadcast. The second operand is either a tensor (arity None: two
 inputs), a trainable parameter the op owns (arity 1; `operand` = (short name, logical dims
-with 1 on the broadcast axes, tag of its Keras layout)), or a number (arity 1; `constant`:
-a one-element buffer of the plan, x > 0).
+with 1 on the broadcast axes, tag of its Keras layout)), a number (arity 1; `constant`:
+a one-element buffer of the plan, x > 0), or a constant array (arity 1; `constant_array`:
+a buffer of the plan holding its values, on either side: (x - MEAN) / STD, 1 - x).
 
 Forward: one oneDNN binary call with the full-size operand as src0 in its own layout (blocked
 from a conv or plain) and the other as src1 in the layout the primitive picks for it (so a
@@ -92,14 +93,18 @@ class BroadcastBinary(Op):
             Keras tag) of a trainable parameter: x (op) parameter, the parameter named
             "<name>/<short name>".
         constant: None, or a number: x (op) constant (operand must be None).
+        constant_array: None, or (float32 values, logical dims, Keras tag) of an array the
+            plan holds (no gradient): x (op) array, or array (op) x with `constant_first`.
     """
 
-    def __init__(self, name, operation, operand=None, constant=None):
+    def __init__(self, name, operation, operand=None, constant=None, constant_array=None,
+                 constant_first=False):
         if operation not in OPERATIONS:
             raise ValueError(f"BroadcastBinary '{name}': argument operation must be one of "
                              f"{list(OPERATIONS)}, got {operation!r}")
-        if operand is not None and constant is not None:
-            raise ValueError(f"BroadcastBinary '{name}': takes operand or constant, not both")
+        if sum(x is not None for x in (operand, constant, constant_array)) > 1:
+            raise ValueError(f"BroadcastBinary '{name}': takes one of operand, constant and "
+                             "constant_array")
         self.name = name
         self.operation = operation
         self.operand = None
@@ -107,10 +112,21 @@ class BroadcastBinary(Op):
         if operand is not None:
             short, dims, tag = operand
             self.operand = (str(short), tuple(int(d) for d in dims), tag)
-        self.arity = None if operand is None and constant is None else 1
+        self.constant_array, self.constant_first = None, bool(constant_first)
+        if constant_array is not None:
+            values, dims, tag = constant_array
+            dims = tuple(int(d) for d in dims)
+            values = np.ascontiguousarray(values, dtype=np.float32)
+            if values.size != int(np.prod(dims)):
+                raise ValueError(f"BroadcastBinary '{name}': a constant of {values.size} "
+                                 f"values does not fill logical dims {dims}")
+            self.constant_array = (values, dims, tag)
+        self.arity = (None if operand is None and constant is None and constant_array is None
+                      else 1)
         # a parameter of batch 1 is the same for every image: the op may run in sub-batches
         self.per_image = (self.operand is not None and self.operand[1][0] == 1
-                          or self.constant is not None)
+                          or self.constant is not None
+                          or self.constant_array is not None and self.constant_array[1][0] == 1)
 
     @property
     def label(self):
@@ -131,6 +147,8 @@ class BroadcastBinary(Op):
             return tuple(input_dims)
         if self.operand is not None:
             return broadcast_dims(self.label, input_dims, self.operand[1])
+        if self.constant_array is not None:
+            return broadcast_dims(self.label, input_dims, self.constant_array[1])
         if len(input_dims) != 2:
             raise ValueError(f"{self.label}: takes exactly 2 inputs, got {len(input_dims)}")
         return broadcast_dims(self.label, *input_dims)
@@ -149,6 +167,15 @@ class BroadcastBinary(Op):
             tensors = [x, Tensor(value, x.data_format, x.flattened)]
             need = [need_input_grad is not False, False]
             dims = [tuple(x.dims), ones]
+        elif self.constant_array is not None:
+            values, constant_dims, tag = self.constant_array
+            value = Memory(MemoryDesc.with_tag(constant_dims, dnnl.f32, tag))  # the plan's
+            value.as_array()[:] = values.reshape(-1)
+            tensors = [x, Tensor(value, x.data_format, x.flattened)]
+            need = [need_input_grad is not False, False]
+            dims = [tuple(x.dims), constant_dims]
+            if self.constant_first:
+                tensors, need, dims = tensors[::-1], need[::-1], dims[::-1]
         else:
             tensors = [x]
             need = [need_input_grad is not False, builder.wants_grad(self.parameter_name)]
@@ -294,7 +321,7 @@ class _Planned:
         grad = output_grad
         if op.operation in COMPARISONS:
             grads = [self._zero_grad(i) if wanted[i] else None for i in (0, 1)]
-            return grads[0] if op.arity == 1 else grads
+            return grads[op.constant_first] if op.arity == 1 else grads
         if op.operation not in ("add", "subtract") or kernels.physical_axes(grad.desc) is None:
             # the local derivatives read the operands: the gradient joins their layout
             grad = builder.reorder(output_grad, self._work_desc(),
@@ -305,8 +332,8 @@ class _Planned:
                 grads[index] = self._input_grad(index, grad)
         if grads[0] is not None and grads[0] is grads[1]:
             builder.share(grads[0])
-        if op.arity == 1:
-            return grads[0]
+        if op.arity == 1:  # the input's: after a constant array when that comes first
+            return grads[op.constant_first]
         return grads
 
     def _zero_grad(self, index):

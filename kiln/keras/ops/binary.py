@@ -7,6 +7,8 @@ dims carry 1s on the broadcast axes, e.g. a (C,) weight on a channels_last (N, H
 tensor is logical (1, C, 1, 1) in the layout whose bytes are the Keras value's.
 """
 
+import numpy as np
+
 from ...binding import constants as dnnl
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops import merge
@@ -59,8 +61,34 @@ def binary(function, x1, x2):
 
             return _with_weight("add", negative(x2), x1)
         not_in_model(function, "a weight divided by a tensor")
-    not_in_model(function, "a constant array operand; make it a weight with "
-                           "add_weight(..., trainable=False)")
+    if isinstance(x1, SymbolicTensor) and _is_array(x2):
+        return _with_constant(function, x1, x2, constant_first=False)
+    if isinstance(x2, SymbolicTensor) and _is_array(x1):
+        return _with_constant(function, x2, x1, constant_first=True)
+    not_in_model(function, f"operands of types {type(x1).__name__} and {type(x2).__name__}")
+
+
+def _is_array(value):
+    """A numpy array or a (nested) list or tuple of numbers: a constant of the plan."""
+    if isinstance(value, (SymbolicTensor, Weight)):
+        return False
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError):
+        return False
+    return array.dtype.kind in "biuf"
+
+
+def _with_constant(function, tensor, value, constant_first):
+    """`tensor (function) value` (or `value (function) tensor`) with a constant array the
+    plan holds (as JAX bakes a numpy constant into the traced function): no gradient."""
+    array = np.asarray(value, dtype=np.float32)
+    dims, tag = operand_dims(function, tensor, array.shape)
+    BroadcastBinary = _broadcast_op()
+    if BroadcastBinary is None:
+        not_in_model(function, "a constant array operand needs the broadcasting binary op")
+    return apply(BroadcastBinary(op_name(function), function, constant_array=(array, dims, tag),
+                                 constant_first=constant_first), tensor)
 
 
 def _two_tensors(function, x1, x2):
