@@ -58,8 +58,8 @@ def _stream_affine_vector(typingctx, out, x, index, scale, shift, lane, relu):
         fast = ("fast",)  # as the kernels' fastmath: x * scale + shift becomes one fma
         value = builder.fadd(builder.fmul(value, factor, flags=fast), offset, flags=fast)
         zero = ir.Constant(value.type, None)
-        # max(v, 0) as the scalar kernels' max(): v where v > 0, else 0 (so nan -> 0)
-        clipped = builder.select(builder.fcmp_ordered(">", value, zero), value, zero)
+        # max(v, 0) as numba's max() in the scalar loops: v where v > 0 or v is nan, else 0
+        clipped = builder.select(builder.fcmp_unordered(">", value, zero), value, zero)
         value = builder.select(relu_v, clipped, value)
         store = builder.store(value, _vector_pointer(context, builder, out_t, out_v, index_v),
                               align=LINE_BYTES)

@@ -67,6 +67,26 @@ def test_run_on_an_array_off_a_float_boundary():
     np.testing.assert_array_equal(out, x + 1.0)
 
 
+@pytest.mark.parametrize("relu", [False, True])
+def test_nan_and_infinities_as_the_scalar_loops(relu):
+    """The vectors, the scalar head and tail of a run and the unstreamed kernel agree on nan
+    (kept, also by the relu: numba's max) and on the infinities."""
+    x = aligned_floats(40)
+    x[:] = np.tile(np.array([np.nan, np.inf, -np.inf, -1.0], np.float32), 10)
+    lanes_scale, lanes_shift = np.ones(2 * VECTOR, np.float32), np.zeros(2 * VECTOR, np.float32)
+    streamed = aligned_floats(41)[1:]  # a scalar head of 15 floats, a vector, a scalar tail
+    stream_affine_run(streamed, x, 0, 40, lanes_scale, lanes_shift, VECTOR, relu)
+    desc = MemoryDesc.with_tag((1, 4, 2, 5), dnnl.f32, dnnl.abcd)
+    shape, strides = kernel_iteration(desc, MemoryDesc.with_tag((1, 4, 1, 1), dnnl.f32,
+                                                                dnnl.abcd))
+    unstreamed = np.empty(40, np.float32)
+    forward_kernel(unstreamed, x, np.ones(4, np.float32), np.zeros(4, np.float32), relu, shape,
+                   strides)
+    expected = np.maximum(x, 0.0) if relu else x  # np.maximum keeps nan
+    np.testing.assert_array_equal(streamed, expected)
+    np.testing.assert_array_equal(unstreamed, expected)
+
+
 def test_streams_from_the_threshold_on():
     assert streams(STREAMING_BYTES) and streams(4 * 128 * 64 * 24 * 24)
     assert not streams(STREAMING_BYTES - 1) and not streams(4 * 8 * 64 * 24 * 24)
