@@ -167,6 +167,42 @@ ALL = {f.__name__: f for f in (linear, relu, relu6, leaky_relu, elu, selu, gelu,
                                mish, softmax, log_softmax)}
 
 
+def resolve(identifier, context):
+    """A layer's `activation` argument as (Keras name, None), or ("linear", function) for any
+    other callable, which the layer applies to its op's output, traced on the symbolic tensor
+    like Activation's (so it must compute with keras.ops / keras.activations). A saved
+    function config (a dict, as get_config writes a registered function) is the function it
+    names: registered, or in the custom objects of the load."""
+    if isinstance(identifier, dict) and identifier.get("class_name") == "function":
+        from .saving.serialization import deserialize_function
+
+        identifier = deserialize_function(identifier)
+    elif isinstance(identifier, dict) and identifier.get("class_name") == "__lambda__":
+        raise ValueError(f"{context}: argument activation is a saved lambda; loading runs no "
+                         "code from a file: define a function, register it with "
+                         "keras.saving.register_keras_serializable() and use it instead")
+    if callable(identifier) and not isinstance(identifier, str) and ALL.get(
+            getattr(identifier, "__name__", None)) is not identifier:
+        return "linear", identifier  # not one of Keras's, even if named like one
+    return get_name(identifier, context), None
+
+
+def config_of(name, function):
+    """What get_config writes for an activation resolve() returned, as Keras 3's
+    activations.serialize: the name of a Keras activation; a function config naming a
+    user's function by its registered name (else its own); a lambda's code."""
+    if function is None:
+        return name
+    from .saving.serialization import get_registered_name
+
+    if getattr(function, "__name__", None) == "<lambda>":
+        from .layers.lambda_layer import Lambda
+
+        return Lambda._serialize_function(function)["config"]
+    return {"module": "builtins", "class_name": "function",
+            "config": get_registered_name(function), "registered_name": "function"}
+
+
 def get_name(identifier, context):
     """The canonical Keras name of an activation given as None, a name (Keras's aliases
     'swish' and 'hard_swish' included) or one of these functions."""

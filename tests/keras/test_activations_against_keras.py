@@ -214,3 +214,69 @@ def test_gelu_approximations_compute_keras_values():
         np.testing.assert_allclose(kk.activations.gelu(x, approximate=approximate),
                                    np.asarray(keras.activations.gelu(x, approximate=approximate)),
                                    rtol=1e-5, atol=1e-6, err_msg=f"approximate={approximate}")
+
+
+def user_activations(K):
+    """A user's activation written with keras.ops, one named like a Keras activation but
+    computing something else (it must not be taken for Keras's relu), and a lambda."""
+    def soft_gate(x):
+        return x * K.ops.sigmoid(1.5 * x) + 0.1
+
+    def relu(x):
+        return K.ops.tanh(x) * 0.5
+
+    return soft_gate, relu, lambda x: K.ops.square(x) * 0.25
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+def test_user_activation_functions_in_layers_train_as_keras(data_format):
+    shape = (6, 6, 2) if data_format == CL else (2, 6, 6)
+
+    def build(K):
+        soft_gate, fake_relu, square = user_activations(K)
+        inputs = K.Input(shape)
+        x = K.layers.Conv2D(4, 3, activation=soft_gate, data_format=data_format)(inputs)
+        x = K.layers.DepthwiseConv2D(3, activation=fake_relu, data_format=data_format)(x)
+        x = K.layers.Flatten(data_format=data_format)(x)
+        x = K.layers.Dense(5, activation=square)(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+
+    check_against_keras(build, optimizers=("sgd", "adam"), steps=2)
+
+
+def test_user_activation_functions_are_configured_saved_and_loaded_as_keras(tmp_path):
+    keras = real_keras()
+    functions = {}
+    for K in (kk, keras):
+        soft_gate, _, _ = user_activations(K)
+
+        @K.saving.register_keras_serializable(package="activation_tests")
+        def gate(x, K=K):
+            return x * K.ops.sigmoid(x)
+
+        functions[K] = (soft_gate, gate)
+    configs = [
+        [K.layers.Dense(2, activation=functions[K][0]).get_config()["activation"],
+         K.layers.Conv2D(2, 3, activation=functions[K][1]).get_config()["activation"],
+         K.layers.Activation(functions[K][1]).get_config()["activation"]]
+        for K in (kk, keras)]
+    assert configs[0] == configs[1]
+    # a registered function saves and loads (kiln's file read by Keras and by kiln)
+    model = kk.Sequential([kk.Input((4,)), kk.layers.Dense(3, activation=functions[kk][1]),
+                           kk.layers.Activation(functions[kk][1]), kk.layers.Dense(2)])
+    model.save(tmp_path / "gate.keras")
+    x = np.random.default_rng(0).random((3, 4), np.float32)
+    expected = model.predict(x, verbose=0)
+    theirs = keras.models.load_model(tmp_path / "gate.keras")
+    np.testing.assert_allclose(np.asarray(theirs(x)), expected, rtol=1e-5, atol=1e-6)
+    again = kk.models.load_model(tmp_path / "gate.keras")
+    np.testing.assert_allclose(again.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-6)
+    # an unregistered one loads through custom_objects, as in Keras
+    plain = kk.Sequential([kk.Input((4,)), kk.layers.Dense(2, activation=functions[kk][0])])
+    plain.save(tmp_path / "plain.keras")
+    loaded = kk.models.load_model(tmp_path / "plain.keras",
+                                  custom_objects={"soft_gate": functions[kk][0]})
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), plain.predict(x, verbose=0),
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="soft_gate"):
+        kk.models.load_model(tmp_path / "plain.keras")

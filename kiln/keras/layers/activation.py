@@ -18,13 +18,9 @@ class Activation(Layer):
 
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
-        self.function = None
-        try:
-            self.activation = activations.get_name(activation, self.context)
-        except ValueError:
-            if isinstance(activation, str) or not callable(activation):
-                raise
-            self.function, self.activation = activation, None
+        self.activation, self.function = activations.resolve(activation, self.context)
+        if self.function is not None:
+            self.activation = None
         self.op = ops.Activation(self.name, self.activation) if self.function is None \
             else None
 
@@ -34,10 +30,6 @@ class Activation(Layer):
         return apply(self.op, inputs)
 
     def get_config(self):
-        if self.function is None:
-            activation = self.activation
-        else:  # written as Keras 3 writes it (a lambda as its bytecode, a function by name)
-            from .lambda_layer import Lambda
-
-            activation = Lambda._serialize_function(self.function)
+        # a function as Keras 3 writes it (a lambda as its bytecode, a function by name)
+        activation = activations.config_of(self.activation, self.function)
         return {**super().get_config(), "activation": activation}

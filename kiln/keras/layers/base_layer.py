@@ -239,12 +239,21 @@ class Layer:
         return config
 
     def apply_with_activation(self, op, inputs):
-        """Run `op` (which fuses relu/tanh/sigmoid), then any activation it could not fuse."""
+        """Run `op` (which fuses relu/tanh/sigmoid), then any activation it could not fuse, or
+        the user's activation function (activations.resolve)."""
         output = apply(op, inputs)
         if self.activation not in ops.FUSABLE and self.activation != "linear":
             output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
                            output)
+        if getattr(self, "activation_function", None) is not None:  # a user's function
+            output = self.activation_function(output)
         return output
+
+    def activation_config(self):
+        """The `activation` entry of get_config (see activations.config_of)."""
+        from .. import activations
+
+        return activations.config_of(self.activation, getattr(self, "activation_function", None))
 
     def _unique(self, weights):
         seen, result = set(), []

@@ -5,7 +5,6 @@ height 1 (see ops/conv1d.py): the same oneDNN primitives as Conv2D, bias and act
 """
 
 from ... import ops
-from ...graph.symbolic import apply
 from .. import activations, backend, initializers
 from .arguments import is_integer
 from .base_layer import Layer, check_choice
@@ -62,7 +61,7 @@ class Conv1D(Layer):
         if self.filters % self.groups:
             raise ValueError(f"{context}: argument filters={self.filters} must be divisible by "
                              f"argument groups={self.groups}")
-        self.activation = activations.get_name(activation, context)
+        self.activation, self.activation_function = activations.resolve(activation, context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(kernel_initializer, context,
                                                    "kernel_initializer")
@@ -83,18 +82,14 @@ class Conv1D(Layer):
                                  dims)
 
     def call(self, inputs):
-        output = apply(self.op, inputs)
-        if self.activation not in ops.FUSABLE and self.activation != "linear":
-            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
-                           output)
-        return output
+        return self.apply_with_activation(self.op, inputs)
 
     def get_config(self):
         base = super().get_config()
         return {**base, "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding,
                 "data_format": self.data_format, "dilation_rate": self.dilation_rate,
-                "groups": self.groups, "activation": self.activation,
+                "groups": self.groups, "activation": self.activation_config(),
                 "use_bias": self.use_bias,
                 "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}

@@ -91,7 +91,7 @@ class Conv2D(Layer):
         if self.filters % self.groups:
             raise ValueError(f"{self.context}: argument filters={self.filters} must be "
                              f"divisible by argument groups={self.groups}")
-        self.activation = activations.get_name(activation, self.context)
+        self.activation, self.activation_function = activations.resolve(activation, self.context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(
             kernel_initializer, self.context, "kernel_initializer")
@@ -120,7 +120,7 @@ class Conv2D(Layer):
                 "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding, "data_format": self.data_format,
                 "dilation_rate": self.dilation_rate, "groups": self.groups,
-                "activation": self.activation, "use_bias": self.use_bias,
+                "activation": self.activation_config(), "use_bias": self.use_bias,
                 # Keras's convolutions always write the key, None when unset
                 "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}

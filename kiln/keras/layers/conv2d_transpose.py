@@ -66,7 +66,7 @@ class Conv2DTranspose(Layer):
         self.data_format = backend.normalize_data_format(data_format, context)
         self.dilation_rate = positive_pair(dilation_rate, context, "dilation_rate")
         check_strides_with_dilation(self.strides, self.dilation_rate, context)
-        self.activation = activations.get_name(activation, context)
+        self.activation, self.activation_function = activations.resolve(activation, context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(kernel_initializer, context,
                                                    "kernel_initializer")
@@ -99,7 +99,7 @@ class Conv2DTranspose(Layer):
         return {**base, "filters": self.filters, "kernel_size": self.kernel_size,
                 "strides": self.strides, "padding": self.padding,
                 "output_padding": self.output_padding, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate, "activation": self.activation,
+                "dilation_rate": self.dilation_rate, "activation": self.activation_config(),
                 "use_bias": self.use_bias,
                 "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}

@@ -33,7 +33,7 @@ class Dense(Layer):
                 raise ValueError(f"{self.context}: argument {argument} is not supported yet, "
                                  f"expected None, got {value!r}")
         self.units = int(units)
-        self.activation = activations.get_name(activation, self.context)
+        self.activation, self.activation_function = activations.resolve(activation, self.context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(
             kernel_initializer, self.context, "kernel_initializer")
@@ -54,6 +54,6 @@ class Dense(Layer):
         return self.apply_with_activation(self.op, inputs)
 
     def get_config(self):
-        return {**super().get_config(), "units": self.units, "activation": self.activation,
+        return {**super().get_config(), "units": self.units, "activation": self.activation_config(),
                 "use_bias": self.use_bias, **self.weight_regularization_config(),
                 "quantization_config": None}

@@ -48,7 +48,7 @@ class DepthwiseConv2D(Layer):
         self.depth_multiplier = positive_int(depth_multiplier, self.context, "depth_multiplier")
         self.data_format = backend.normalize_data_format(data_format, self.context)
         self.dilation_rate = positive_pair(dilation_rate, self.context, "dilation_rate")
-        self.activation = activations.get_name(activation, self.context)
+        self.activation, self.activation_function = activations.resolve(activation, self.context)
         self.use_bias = use_bias
         self.kernel_initializer = initializers.get(
             depthwise_initializer, self.context, "depthwise_initializer")
@@ -87,6 +87,6 @@ class DepthwiseConv2D(Layer):
         return {**base, "depth_multiplier": self.depth_multiplier,
                 "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate, "activation": self.activation,
+                "dilation_rate": self.dilation_rate, "activation": self.activation_config(),
                 "use_bias": self.use_bias,
                 "activity_regularizer": base.get("activity_regularizer"), **weights}

@@ -47,7 +47,7 @@ class SeparableConv2D(Layer):
         self.data_format = backend.normalize_data_format(data_format, context)
         self.dilation_rate = positive_pair(dilation_rate, context, "dilation_rate")
         self.depth_multiplier = positive_int(depth_multiplier, context, "depth_multiplier")
-        self.activation = activations.get_name(activation, context)
+        self.activation, self.activation_function = activations.resolve(activation, context)
         self.use_bias = use_bias
         self.depthwise_initializer = initializers.get(depthwise_initializer, context,
                                                       "depthwise_initializer")
@@ -94,7 +94,7 @@ class SeparableConv2D(Layer):
         return {**base, "depth_multiplier": self.depth_multiplier, "filters": self.filters,
                 "kernel_size": self.kernel_size, "strides": self.strides,
                 "padding": self.padding, "data_format": self.data_format,
-                "dilation_rate": self.dilation_rate, "activation": self.activation,
+                "dilation_rate": self.dilation_rate, "activation": self.activation_config(),
                 "use_bias": self.use_bias,
                 "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
                 "pointwise_initializer": weights["kernel_initializer"],

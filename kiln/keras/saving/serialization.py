@@ -125,13 +125,10 @@ def _serialize_function(fn):
     if fn.__name__ == "<lambda>":
         raise ValueError("serialize_keras_object: a lambda cannot be saved; define a named "
                          "function and register it with register_keras_serializable()")
-    if fn.__module__.startswith("kiln.keras"):
-        # Keras's own functions (losses, metrics, activations) are saved by name
-        return {"module": "builtins", "class_name": "function", "config": fn.__name__,
-                "registered_name": "function"}
-    raise ValueError(f"serialize_keras_object: the function {fn.__name__} is not one of "
-                     "Keras's; register it with keras.saving.register_keras_serializable() "
-                     "to save it")
+    # Keras's own functions (losses, metrics, activations) and, as Keras 3 writes them, a
+    # user's unregistered ones: by name (loading then needs it in custom_objects)
+    return {"module": "builtins", "class_name": "function", "config": fn.__name__,
+            "registered_name": "function"}
 
 
 def _public_module(obj):
@@ -194,7 +191,9 @@ def deserialize_layer(config, custom_objects=None, safe_mode=True, where="config
         if issubclass(cls, Model) or config["class_name"] == "Lambda":
             return cls.from_config(dict(inner), custom_objects=custom_objects,
                                    safe_mode=safe_mode)
-        return cls.from_config(dict(inner))
+        # the custom objects in scope: a layer's arguments may name them (an activation)
+        with custom_object_scope(custom_objects or {}):
+            return cls.from_config(dict(inner))
     except (TypeError, ValueError, KeyError, IndexError) as error:
         name = inner.get("name", "?")
         raise ValueError(f"{where}: layer '{name}' (class {config['class_name']}) cannot be "
