@@ -53,20 +53,6 @@ def trainable_parameters(op, dims, parameters):
                for name in op.parameter_names(dims))
 
 
-def front_chain(graph):
-    """The nodes from the first input on, as long as each tensor has one consumer of one
-    input: the ops that may run in sub-batches."""
-    chain, tensor = [], graph.inputs[0]
-    outputs = {id(t) for t in graph.outputs}
-    while id(tensor) not in outputs:
-        readers = graph.consumers.get(id(tensor), [])
-        if len(readers) != 1 or len(readers[0].inputs) != 1:
-            break
-        chain.append(readers[0])
-        tensor = readers[0].output
-    return chain
-
-
 class StepPlan:
     """Args:
         graph: the model's Graph after fusion (kiln.graph.topology.Graph).
@@ -108,7 +94,7 @@ class StepPlan:
         dims = (batch_size, *first.dims[1:])
         itemsize = 2 if data_type == dnnl.bf16 else 4
         chain = []
-        for node in front_chain(graph):  # a node the heads change ends the sliced front
+        for node in sub_batches.front_chain(graph):  # a node the heads change ends the sliced front
             if id(node) in self._skipped or id(node) in self._replaced:
                 break
             chain.append(node)

@@ -27,6 +27,20 @@ BUDGET_BYTES = 2 << 20
 MIN_IMAGES = 8
 
 
+def front_chain(graph):
+    """The nodes from the first input on, as long as each tensor has one consumer of one
+    input: the ops that may run in sub-batches."""
+    chain, tensor = [], graph.inputs[0]
+    outputs = {id(t) for t in graph.outputs}
+    while id(tensor) not in outputs:
+        readers = graph.consumers.get(id(tensor), [])
+        if len(readers) != 1 or len(readers[0].inputs) != 1:
+            break
+        chain.append(readers[0])
+        tensor = readers[0].output
+    return chain
+
+
 def per_image(op):
     if isinstance(op, Activation):
         return op.activation != "softmax"
