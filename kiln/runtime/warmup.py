@@ -147,7 +147,8 @@ def _warm_up_custom_layer():
     scale and offset from add_weight (the parameter gradients are sums over the broadcast
     axes), divided by a per-image statistic (both operands broadcast), a comparison and a
     where (their zero gradients), a slice and a split (oneDNN reorders, no kernel); then a
-    per-channel scale and bias read once, fused with the relu after it (ChannelAffine)."""
+    per-channel scale and bias read once, fused with the relu after it (ChannelAffine, or
+    into the convolution before it)."""
     from ..keras import Input, Model, layers, ops
 
     class ScaleAndNormalize(layers.Layer):
@@ -182,10 +183,12 @@ def _warm_up_custom_layer():
         def call(self, x):
             return ops.add(ops.multiply(x, self.scale), self.bias)
 
-    # folded into ChannelAffine: with a relu, and with a relu that max pooling applies;
-    # a padded blocked layout (12 channels) runs its numba forward
+    # after a convolution: folded into it (Conv2DChannelAffine's vector kernels); after
+    # pooling: a ChannelAffine with its relu (12 channels: a padded blocked layout runs its
+    # numba forward), and one whose relu max pooling applies
     features = layers.Activation("relu")(ScaleBias()(layers.Conv2D(12, 3)(inputs)))
-    features = layers.Activation("relu")(ScaleBias()(layers.Conv2D(8, 1)(features)))
+    features = layers.Activation("relu")(ScaleBias()(layers.MaxPooling2D(1)(features)))
+    features = layers.Activation("relu")(ScaleBias()(layers.AveragePooling2D(1)(features)))
     features = layers.MaxPooling2D()(features)
     outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
     _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
@@ -193,9 +196,9 @@ def _warm_up_custom_layer():
 
 
 def _warm_up_channel_affine_forward():
-    """ChannelAffine's numba forward runs only where oneDNN's binary has just its reference
-    kernel for the layout (none of the layouts above on the CPUs seen so far): compiled here
-    on a small nhwc case with the plan's argument types, with and without the relu."""
+    """ChannelAffine's numba forward (plain nhwc / nchw, and layouts where oneDNN's binary
+    has just its reference kernel): compiled here on a small nhwc case with the plan's
+    argument types, with and without the relu."""
     from ..binding import constants as dnnl
     from ..binding.memory import MemoryDesc
     from ..ops.channel_affine import kernel_iteration

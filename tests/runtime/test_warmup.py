@@ -10,6 +10,7 @@ from kiln.ops import (
     activity_regularization,
     broadcast_kernels,
     channel_affine_kernels,
+    conv2d_channel_affine_kernels,
     dropout,
     eltwise,
     max_pool_dropout,
@@ -43,7 +44,9 @@ def test_warm_up_compiles_the_plan_kernels():
                eltwise.relu_backward_of_sum_kernel, merge.extreme_backward_kernel,
                broadcast_kernels.elementwise_kernel, broadcast_kernels.reduce_kernel,
                broadcast_kernels.zero_kernel, channel_affine_kernels.forward_kernel,
-               channel_affine_kernels.backward_kernel]
+               channel_affine_kernels.backward_kernel,
+               conv2d_channel_affine_kernels.affine_vectors,
+               conv2d_channel_affine_kernels.affine_vector_grads]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 
