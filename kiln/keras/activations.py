@@ -30,7 +30,7 @@ def _traced(name, arguments=()):
             from ..ops.activation import Activation
             from .ops.core import op_name  # keras.ops imports the layers, which import us
 
-            values = dict(zip(arguments, args))
+            values = dict(zip(arguments, args, strict=False))
             values.update(kwargs)
             _check_arguments(name, values)
             return apply(Activation(op_name(name), activation_name(name, **values)), x)

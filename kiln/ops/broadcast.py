@@ -35,54 +35,24 @@ sum of nhwc and blocked layouts (see broadcast_kernels.py).
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from ..binding.memory import Memory, MemoryDesc
 from . import broadcast_kernels as kernels
 from .base import Op
+from .broadcast_gradients import PlannedGradients
+from .broadcast_rules import (  # noqa: F401 (re-exported: ops and tests import them here)
+    ALGORITHMS,
+    COMPARISONS,
+    MIRRORED,
+    OPERATIONS,
+    SWAPPABLE,
+    binary_primitive,
+    broadcast_dims,
+    plain_desc,
+)
 from .channel_affine import kernel_iteration, per_channel, plain_4d
 from .channel_affine_kernels import forward_kernel as affine_forward_kernel
-from .merge import linear, needed
-from .numba_config import THREADS
-from .tensor import CHANNELS_LAST, Tensor
-
-COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
-OPERATIONS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power",
-              *COMPARISONS)
-ALGORITHMS = {"add": dnnl.binary_add, "subtract": dnnl.binary_sub,
-              "multiply": dnnl.binary_mul, "divide": dnnl.binary_div,
-              "maximum": dnnl.binary_max, "minimum": dnnl.binary_min,
-              "equal": dnnl.binary_eq, "not_equal": dnnl.binary_ne,
-              "greater": dnnl.binary_gt, "greater_equal": dnnl.binary_ge,
-              "less": dnnl.binary_lt, "less_equal": dnnl.binary_le}
-# ops whose operands may be swapped so the full-size one is oneDNN's src0 (subtract too, with
-# the result negated by a post-op; an order comparison as its mirror image, x0 > x1 = x1 < x0)
-SWAPPABLE = {"add", "multiply", "maximum", "minimum", "subtract", *COMPARISONS}
-MIRRORED = {"greater": "less", "less": "greater", "greater_equal": "less_equal",
-            "less_equal": "greater_equal"}
-
-
-def broadcast_dims(label, first, second):
-    """numpy's broadcast of two logical dims of equal rank (None: an unknown batch)."""
-    first, second = tuple(first), tuple(second)
-    result = []
-    if len(first) == len(second):
-        for a, b in zip(first, second, strict=True):
-            if a == b or b == 1 or b is None and a != 1:
-                result.append(a)
-            elif a == 1 or a is None:
-                result.append(b)
-            else:
-                break
-        else:
-            return tuple(result)
-    raise ValueError(f"{label}: shapes {first} and {second} do not broadcast (axes must be "
-                     "equal or 1, ranks equal)")
-
-
-def plain_desc(dims, data_format):
-    """The row-major layout in Keras' order: nhwc for 4D channels_last, else abcd..."""
-    tag = dnnl.acdb if len(dims) == 4 and data_format == CHANNELS_LAST else None
-    return MemoryDesc.with_tag(dims, dnnl.f32, tag)
+from .merge import needed
+from .tensor import Tensor
 
 
 class BroadcastBinary(Op):
@@ -193,7 +163,7 @@ class BroadcastBinary(Op):
         return output, (lambda output_grad: plan.backward(output_grad, need))
 
 
-class _Planned:
+class _Planned(PlannedGradients):
     """One application of a BroadcastBinary in a plan: its operands as planned, for backward.
 
     memories[i]: operand i as the forward call reads it (full-size operands in the output's
@@ -268,7 +238,7 @@ class _Planned:
         operation = MIRRORED.get(op.operation, op.operation) if big == 1 else op.operation
         # a broadcast operand goes where the primitive wants it (8-lane blocks for nChw8c)
         small_desc = desc if self.full[small] else MemoryDesc.any(self.dims[small])
-        primitive = _binary(builder, operation, desc, small_desc, post, op.label)
+        primitive = binary_primitive(builder, operation, desc, small_desc, post, op.label)
         if primitive.pd.implementation.startswith("ref"):
             return False
         self.memories[big] = self.tensors[big].memory
@@ -310,150 +280,3 @@ class _Planned:
         call = self.builder.memory_kernel(kernels.elementwise_kernel, (
             np.int64(code), out, x, y, z if z is not None else x, shape, strides), label)
         (self.builder.add_backward if backward else self.builder.add_forward)(call)
-
-    # -- backward -------------------------------------------------------------------------
-    def backward(self, output_grad, need):
-        builder, op = self.builder, self.op
-        wanted = [need[0], need[1]]
-        if not any(wanted):
-            return None if op.arity == 1 else [None, None]
-        grads = [None, None]
-        grad = output_grad
-        if op.operation in COMPARISONS:
-            grads = [self._zero_grad(i) if wanted[i] else None for i in (0, 1)]
-            return grads[op.constant_first] if op.arity == 1 else grads
-        if op.operation not in ("add", "subtract") or kernels.physical_axes(grad.desc) is None:
-            # the local derivatives read the operands: the gradient joins their layout
-            grad = builder.reorder(output_grad, self._work_desc(),
-                                   f"{op.name} gradient to layout", backward=True)
-            self._walkable_operands(grad.desc)
-        for index in (0, 1):
-            if wanted[index]:
-                grads[index] = self._input_grad(index, grad)
-        if grads[0] is not None and grads[0] is grads[1]:
-            builder.share(grads[0])
-        if op.arity == 1:  # the input's: after a constant array when that comes first
-            return grads[op.constant_first]
-        return grads
-
-    def _zero_grad(self, index):
-        """A comparison's gradient: zeros in the operand's layout (or the parameter's)."""
-        builder, op = self.builder, self.op
-        if op.operand is not None and index == 1:
-            target = builder.param_grad(op.parameter_name, self.memories[1].desc)
-        else:
-            target = builder.allocate(self.tensors[index].memory.desc)
-        builder.add_backward(builder.memory_kernel(kernels.zero_kernel, (target,),
-                                                   f"{op.name} backward {index} zeros"))
-        return target
-
-    def _work_desc(self):
-        """The backward's full-size layout: the output's, or plain if it has padding."""
-        desc = self.output.desc
-        return desc if kernels.physical_axes(desc) else plain_desc(self.out_dims,
-                                                                   self.data_format)
-
-    def _walkable_operands(self, desc):
-        """Reorder (in backward) the operands a kernel over `desc` cannot walk as they are."""
-        axes = kernels.physical_axes(desc)
-        for index, memory in enumerate(self.memories):
-            layout = desc if self.full[index] else memory.desc
-            if kernels.operand_strides(axes, self.dims[index], layout) is None:
-                layout = plain_desc(self.dims[index], self.data_format)
-            self.memories[index] = self.builder.reorder(
-                memory, layout, f"{self.op.name} input {index} to layout", backward=True)
-
-    def _input_grad(self, index, grad):
-        op, builder = self.op, self.builder
-        operation = op.operation
-        label = f"{op.name} backward {index}"
-        other = self.memories[1 - index]
-        scale = -1.0 if operation == "subtract" and index == 1 else 1.0
-        factor = None  # a full-size array the reduction multiplies by (multiply's other side)
-        if operation in ("add", "subtract"):
-            local = grad
-        elif operation == "multiply" and not self.full[index] and self.full[1 - index] \
-                and other.desc == grad.desc:
-            local, factor = grad, other
-        else:
-            local = self._local_derivative(index, grad, label)
-        if self.full[index]:
-            if scale == -1.0:
-                return linear(builder, local, -1.0, f"{label} negate")
-            return local
-        return self._reduce(index, local, factor, scale, label)
-
-    def _local_derivative(self, index, grad, label):
-        """A new full-size buffer: the output gradient times d output / d operand `index`."""
-        operation = self.op.operation
-        x0, x1 = self.memories
-        target = self.builder.allocate(grad.desc)
-        if operation == "multiply":
-            self._times(kernels.MULTIPLY, target, grad, x1 if index == 0 else x0, label)
-        elif operation == "divide" and index == 0:
-            self._times(kernels.DIVIDE, target, grad, x1, label)
-        elif operation == "divide":
-            self._elementwise(kernels.DIVIDE_GRAD_DIVISOR, target, x0, x1, grad, label,
-                              backward=True)
-        elif operation == "power":
-            code = kernels.POWER_GRAD_BASE if index == 0 else kernels.POWER_GRAD_EXPONENT
-            self._elementwise(code, target, x0, x1, grad, label, backward=True)
-        else:  # maximum / minimum: the share of this input, ties split in half (as JAX)
-            first, second = (x0, x1) if operation == "maximum" else (x1, x0)
-            code = kernels.EXTREME_SHARE_FIRST if index == 0 else kernels.EXTREME_SHARE_SECOND
-            self._elementwise(code, target, first, second, grad, label, backward=True)
-        return target
-
-    def _times(self, code, target, grad, other, label):
-        """target = grad * other (or / other) in backward: a oneDNN binary call where oneDNN
-        has a jit kernel for other's broadcast (a per-channel scale's dx = dy * scale), else
-        elementwise_kernel."""
-        operation = "multiply" if code == kernels.MULTIPLY else "divide"
-        primitive = _binary(self.builder, operation, grad.desc, other.desc, (), self.op.label)
-        if primitive.pd.implementation.startswith("ref"):
-            self._elementwise(code, target, grad, other, None, label, backward=True)
-            return
-        self.builder.add_backward(self.builder.bind(primitive, {
-            dnnl.ARG_SRC: grad, dnnl.ARG_SRC_1: other, dnnl.ARG_DST: target}, label))
-
-    def _reduce(self, index, source, factor, scale, label):
-        """The sum of source (times factor) over operand `index`'s broadcast axes."""
-        builder, op = self.builder, self.op
-        dims = self.dims[index]
-        axes = kernels.physical_axes(source.desc)
-        if op.operand is not None and index == 1:
-            name = op.parameter_name
-            desc = self.memories[1].desc
-            if kernels.operand_strides(axes, dims, desc) is None:
-                desc = plain_desc(dims, self.data_format)
-            target = builder.param_grad(name, desc)
-        else:
-            desc = self.tensors[index].memory.desc
-            if kernels.operand_strides(axes, dims, desc) is None:
-                desc = plain_desc(dims, self.data_format)
-            target = builder.allocate(desc)
-        strides = [kernels.operand_strides(axes, dims, target.desc),
-                   kernels.operand_strides(axes, self.out_dims, source.desc)]
-        strides.append(strides[1])
-        shape, strides = kernels.split_rows(*kernels.plan_axes(axes, strides))
-        partials = np.zeros((THREADS, target.desc.size // 4), np.float32)
-        builder.add_backward(builder.memory_kernel(kernels.reduce_kernel, (
-            target, source, factor if factor is not None else _EMPTY, np.float32(scale),
-            shape, strides, partials), f"{label} sum over broadcast axes"))
-        return target
-
-
-_EMPTY = np.zeros(0, np.float32)
-
-
-def _binary(builder, operation, desc, small_desc, post, label):
-    alg = ALGORITHMS[operation]
-
-    def create():
-        attributes = Attributes(post) if post else default_attributes()
-        return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
-                             f"{label} {desc} {operation} {small_desc}", alg, desc.handle,
-                             small_desc.handle, desc.handle, attributes.handle)
-
-    key = ("broadcast binary", alg, layout_key(desc), layout_key(small_desc), post)
-    return builder.primitive(key, create)

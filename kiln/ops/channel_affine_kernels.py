@@ -20,8 +20,14 @@ import numpy as np
 
 from .broadcast_kernels import AXES, OUTER, WIDE, _next, _start
 from .numba_config import PARALLEL, SERIAL, THREADS, njit, prange
-from .streaming_stores import (VECTOR, fill_lanes, lane_period, store_fence,
-                               stream_affine_run, streams)
+from .streaming_stores import (
+    VECTOR,
+    fill_lanes,
+    lane_period,
+    store_fence,
+    stream_affine_run,
+    streams,
+)
 
 U = np.uint64  # unsigned indices: numba's negative-index wrap turns loads into gathers
 F = np.float32

@@ -42,7 +42,8 @@ def trace_events(profile):
                 "dur": (end - start) / 1e3,
                 "args": {"label": info.label, "layers": list(info.layers),
                          "primitive": info.primitive, "implementation": info.implementation,
-                         "kind": info.kind, "flops": info.flops, "bytes": info.bytes, "step": number}})
+                         "kind": info.kind, "flops": info.flops, "bytes": info.bytes,
+                         "step": number}})
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 

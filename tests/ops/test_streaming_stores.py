@@ -16,8 +16,14 @@ from kiln.ops.broadcast import BroadcastBinary
 from kiln.ops.channel_affine import ChannelAffine, kernel_iteration
 from kiln.ops.channel_affine_kernels import forward_kernel
 from kiln.ops.numba_config import SERIAL, njit
-from kiln.ops.streaming_stores import (STREAMING_BYTES, VECTOR, fill_lanes, lane_period,
-                                       stream_affine_run, streams)
+from kiln.ops.streaming_stores import (
+    STREAMING_BYTES,
+    VECTOR,
+    fill_lanes,
+    lane_period,
+    stream_affine_run,
+    streams,
+)
 
 
 def aligned_floats(count):
