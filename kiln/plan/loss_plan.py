@@ -54,6 +54,14 @@ class HeadView:
     skip: object = None       # the graph node the head replaces (a final Activation)
     replace: tuple = None     # (node, op without its activation) for an activation in a Dense
 
+    @property
+    def label_rows(self):
+        """The labels as the head and metric kernels read them: one row per sample (an
+        image-shaped output's labels flattened in Keras order; a view, so the trainer's
+        writes show)."""
+        labels = self.labels
+        return labels if labels.ndim <= 2 else labels.reshape(len(labels), -1)
+
 
 def resolve(graph, losses, batch_size):
     """HeadViews for `losses` (OutputLoss list): where each head reads and what it fuses."""

@@ -81,6 +81,13 @@ def _warm_up_losses_and_metrics():
     for loss in ("mse", "cosine_similarity"):
         _fit(head("linear"), x, one_hot, loss, ["mae", "RootMeanSquaredError"])
 
+    from ..keras import ops
+
+    def traced_loss(y_true, y_pred):  # a user's keras.ops loss: its reduction kernel
+        return ops.mean(ops.square(y_pred - y_true), axis=-1)
+
+    _fit(head("linear"), x, one_hot, traced_loss)
+
 
 def _warm_up_layers():
     """The numba kernels of layers outside the classic models: noise layers, the activations

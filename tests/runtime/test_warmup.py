@@ -20,7 +20,7 @@ from kiln.ops import (
     numba_config,
 )
 from kiln.ops.losses import binary, categorical, cosine, elementwise, label_checks, metric_kernels
-from kiln.plan import weight_penalties
+from kiln.plan import traced_loss, weight_penalties
 from kiln.runtime import optimizers
 from kiln.runtime.warmup import warm_up
 
@@ -46,7 +46,8 @@ def test_warm_up_compiles_the_plan_kernels():
                broadcast_kernels.zero_kernel, channel_affine_kernels.forward_kernel,
                channel_affine_kernels.backward_kernel,
                conv2d_channel_affine_kernels.affine_vectors,
-               conv2d_channel_affine_kernels.affine_vector_grads]
+               conv2d_channel_affine_kernels.affine_vector_grads,
+               traced_loss.reduce_loss_kernel]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 

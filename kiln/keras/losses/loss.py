@@ -2,8 +2,9 @@
 
 A loss object is what compile() receives: it knows its Keras name and arguments, computes its
 value on numpy arrays when called (for users and tests), and names the step kernel that
-computes the same value and gradient in a plan (`engine_head`). A loss written by a user
-(a function or a subclass with its own `call`) has no kernel: compile() says so.
+computes the same value and gradient in a plan (`engine_head`). A loss written by a user (a
+function or a subclass with its own `call`, with keras.ops) is traced into ops of the step
+(traced.py).
 """
 
 import numpy as np
@@ -70,8 +71,12 @@ class Loss:
         return cls(**config)
 
     def engine_head(self):
-        """The step kernel computing this loss (kiln.ops.losses head), or None."""
-        return None
+        """The step head computing this loss: a subclass's own `call`, traced (keras.ops)."""
+        if type(self).call is Loss.call:
+            return None
+        from .traced import traced_head
+
+        return traced_head(self.call, self.name)
 
 
 class LossFunctionWrapper(Loss):
@@ -90,8 +95,12 @@ class LossFunctionWrapper(Loss):
         return {**super().get_config(), **self._fn_kwargs}
 
     def engine_head(self):
+        """A kernel of kiln's for Keras's own functions; any other is traced (keras.ops)."""
         from .registry import head_for
-        return head_for(self.fn, self.name, self._fn_kwargs)
+        from .traced import traced_head
+
+        return (head_for(self.fn, self.name, self._fn_kwargs)
+                or traced_head(self.fn, self.name, self._fn_kwargs))
 
 
 def _wrapper(fn, default_name, **defaults):

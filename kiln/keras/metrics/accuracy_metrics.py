@@ -85,7 +85,7 @@ class CategoricalAccuracy(_KernelAccuracy):
         super().__init__(categorical_accuracy, name=name, dtype=dtype)
 
     def _arguments(self, view, weights):
-        return view.outputs, view.labels, weights, 1, self.state
+        return view.outputs, view.label_rows, weights, 1, self.state
 
 
 class SparseCategoricalAccuracy(_KernelAccuracy):
@@ -97,7 +97,7 @@ class SparseCategoricalAccuracy(_KernelAccuracy):
         super().__init__(sparse_categorical_accuracy, name=name, dtype=dtype)
 
     def _arguments(self, view, weights):
-        return view.outputs, view.labels, weights, 1, self.state
+        return view.outputs, view.label_rows, weights, 1, self.state
 
 
 class BinaryAccuracy(_KernelAccuracy):
@@ -109,7 +109,7 @@ class BinaryAccuracy(_KernelAccuracy):
         self.threshold = threshold
 
     def _arguments(self, view, weights):
-        return view.outputs, view.labels, weights, np.float32(self.threshold), self.state
+        return view.outputs, view.label_rows, weights, np.float32(self.threshold), self.state
 
 
 class TopKCategoricalAccuracy(_KernelAccuracy):
@@ -120,7 +120,7 @@ class TopKCategoricalAccuracy(_KernelAccuracy):
         self.k = k
 
     def _arguments(self, view, weights):
-        return view.outputs, view.labels, weights, self.k, self.state
+        return view.outputs, view.label_rows, weights, self.k, self.state
 
 
 class SparseTopKCategoricalAccuracy(_KernelAccuracy):
@@ -132,4 +132,4 @@ class SparseTopKCategoricalAccuracy(_KernelAccuracy):
         self.k = k
 
     def _arguments(self, view, weights):
-        return view.outputs, view.labels, weights, self.k, self.state
+        return view.outputs, view.label_rows, weights, self.k, self.state

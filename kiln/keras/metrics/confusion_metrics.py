@@ -46,7 +46,7 @@ class _ConfusionMetric(Metric):
                              "(a sparse loss); it needs one 0/1 label per output value")
         kernel = kernels.sigmoid_confusion_kernel if self.from_logits else kernels.confusion_kernel
         builder.add_forward(builder.kernel(
-            kernel, (view.outputs, view.labels, weights, self.thresholds, self.state),
+            kernel, (view.outputs, view.label_rows, weights, self.thresholds, self.state),
             f"{self.name} metric"))
         return None
 

@@ -16,7 +16,7 @@ class _MeanError(MeanMetricWrapper):
             raise ValueError(f"metric '{self.name}': the output's labels are class ids "
                              "(a sparse loss); an error metric needs one target per output")
         builder.add_forward(builder.kernel(
-            kernels.mean_error_kernel, (view.outputs, view.labels, weights, self._kind,
+            kernels.mean_error_kernel, (view.outputs, view.label_rows, weights, self._kind,
                                         self.state), f"{self.name} metric"))
         return None
 

@@ -70,6 +70,14 @@ def where():
     return tracing[-1] if tracing else "keras.ops"
 
 
+def in_traced_loss():
+    """Whether the code being traced is a loss (keras/losses/traced.py). There a reduction to
+    one value per sample, shape (None,), keeps its reduced axes as 1s instead (the engine has
+    no rank-1 tensors): the same values, and the loss's reduction over all of its elements
+    gives the same result."""
+    return bool(tracing) and tracing[-1].startswith("loss '")
+
+
 def op_name(kind):
     """A unique engine op name under the layer being traced ("scale_layer/multiply_3")."""
     owner = tracing[-1].split("'")[1] if tracing and "'" in tracing[-1] else "ops"

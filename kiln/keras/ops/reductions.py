@@ -14,7 +14,15 @@ from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.axis_reduction import AxisReduction
 from ...ops.global_pooling import GlobalPooling2D
 from ...ops.reshape import Reshape
-from .core import keras_array, keras_axes_to_logical, normalize_axes, not_in_model, op_name, result
+from .core import (
+    in_traced_loss,
+    keras_array,
+    keras_axes_to_logical,
+    normalize_axes,
+    not_in_model,
+    op_name,
+    result,
+)
 
 
 def _symbolic(name, mode, x, axis, keepdims):
@@ -31,6 +39,8 @@ def _symbolic(name, mode, x, axis, keepdims):
     if keepdims:
         return reduced
     target = [d for i, d in enumerate(x.shape) if i not in axes][1:]
+    if not target and in_traced_loss():
+        return reduced  # one value per sample: (None, 1, ...) stands for (None,)
     if not 1 <= len(target) <= 3:
         not_in_model(name, f"over axes {axes} of {x.shape} without keepdims (a result of "
                            f"rank {len(target) + 1}; use keepdims=True)")

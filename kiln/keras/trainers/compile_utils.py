@@ -78,10 +78,13 @@ class CompileLoss:
             if loss.reduction not in ("sum_over_batch_size", "mean"):
                 raise ValueError(f"compile: loss '{loss.name}' has reduction "
                                  f"{loss.reduction!r}; kiln trains with 'sum_over_batch_size'")
-            if loss.engine_head() is None:
+            head = loss.engine_head()
+            if head is None:
                 raise ValueError(f"compile: loss {loss.name!r} has no kiln step kernel; kiln "
-                                 "trains with the built-in Keras losses (a custom loss "
-                                 "function or Loss subclass cannot run in the step yet)")
+                                 "trains with the built-in Keras losses and losses written "
+                                 "with keras.ops (a Loss subclass needs its call())")
+            if hasattr(head, "trace"):  # a user's loss: traced now, so mistakes show here
+                head.trace(model.outputs[index])
             self.entries.append((index, loss, 1.0 if weight is None else float(weight), name))
         if not self.entries:
             raise ValueError("compile: argument loss gives no output a loss")

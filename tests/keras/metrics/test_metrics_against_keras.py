@@ -111,7 +111,8 @@ def test_plan_kernels_match_keras(case, weighted, keras):
     builder = PlanBuilder(ParameterStore(), training=False)
     labels = np.zeros((N,) if kind == "sparse" else (N, K), np.float32)
     view = SimpleNamespace(outputs=np.zeros((N, K), np.float32), labels=labels,
-                           weights=np.ones(N, np.float32), ones=np.ones(N, np.float32),
+                           label_rows=labels, weights=np.ones(N, np.float32),
+                           ones=np.ones(N, np.float32),
                            stats=np.zeros(2),
                            loss=SimpleNamespace(head=SimpleNamespace(
                                sparse=kind == "sparse", accuracy=None)))

@@ -1,8 +1,9 @@
 """`model.to_json()` / `keras.models.model_from_json()` both ways with real Keras, and user
 objects: a metric function registered with `register_keras_serializable` (or passed in
-`custom_objects`) saves and loads on both sides; what kiln cannot run is refused by name (an
-unregistered function at save time, a custom layer class, a custom loss function leaves the
-loaded model uncompiled with a warning, as Keras does)."""
+`custom_objects`) saves and loads on both sides, an unregistered one by name as Keras 3 does;
+a registered custom loss loads compiled; what kiln cannot run is refused by name (a custom
+layer class it does not know; a loss it cannot trace leaves the loaded model uncompiled with
+a warning)."""
 
 import json
 import sys
@@ -121,7 +122,7 @@ def test_an_unregistered_function_is_saved_by_name_and_loads_through_custom_obje
                                 custom_objects={"my_metric": my_metric}).compiled
 
 
-def test_custom_loss_leaves_the_loaded_model_uncompiled(tmp_path):
+def test_a_registered_custom_loss_loads_compiled_and_evaluates_as_keras(tmp_path):
     keras = keras_oracle.real_keras()
 
     @keras.saving.register_keras_serializable(package="saving_tests", name="my_loss")
@@ -130,17 +131,25 @@ def test_custom_loss_leaves_the_loaded_model_uncompiled(tmp_path):
 
     @kk.saving.register_keras_serializable(package="saving_tests", name="my_loss")
     def kiln_loss(y_true, y_pred):
-        return np.mean((y_true - y_pred) ** 2, axis=-1)
+        return kk.ops.mean((y_true - y_pred) ** 2, axis=-1)
 
     theirs = models_for_saving.sequential_cnn(keras)
     theirs.compile(optimizer="adam", loss=my_loss)
     theirs.save(tmp_path / "loss.keras")
-    with pytest.warns(UserWarning, match="could not be compiled.*no kiln step kernel"):
-        ours = kk.models.load_model(tmp_path / "loss.keras")
-    assert not ours.compiled
-    x, _ = models_for_saving.data()
+    ours = kk.models.load_model(tmp_path / "loss.keras")
+    assert ours.compiled
+    x, y = models_for_saving.data()
     np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0),
                                rtol=1e-5, atol=1e-6)
+    assert ours.evaluate(x, y, verbose=0) == pytest.approx(
+        float(theirs.evaluate(x, y, verbose=0)), rel=1e-5)
+
+    def numpy_loss(y_true, y_pred):  # kiln's version written with numpy: cannot be traced
+        return np.mean((y_true - y_pred) ** 2, axis=-1)
+
+    with pytest.warns(UserWarning, match="could not be compiled.*keras.ops"):
+        assert not kk.models.load_model(tmp_path / "loss.keras", custom_objects={
+            "saving_tests>my_loss": numpy_loss}).compiled
 
 
 def test_custom_layer_is_refused_by_class_name(tmp_path):

@@ -1,0 +1,40 @@
+"""A user's loss (a function of (y_true, y_pred), or a Loss subclass's `call`) written with
+keras.ops, as a head of the step: traced on symbolic tensors shaped like the model output
+into a graph of engine ops (kiln/plan/traced_loss.py plans it, with its backward)."""
+
+from ...graph.symbolic import SymbolicTensor, tracing
+from ...graph.topology import Graph
+from ...plan.traced_loss import TracedLossHead
+
+
+def traced_head(function, name, kwargs=None):
+    """The head computing `function(y_true, y_pred, **kwargs)` inside the step."""
+    kwargs = dict(kwargs or {})
+    context = f"loss '{name}'"
+
+    def trace(output):
+        y_true, y_pred = (SymbolicTensor((None, *output.dims[1:]), output.data_format,
+                                         output.flattened, name=role)
+                          for role in ("y_true", "y_pred"))
+        tracing.append(context)  # names the loss when it misuses a tensor
+        try:
+            loss = function(y_true, y_pred, **kwargs)
+        finally:
+            tracing.pop()
+        if not isinstance(loss, SymbolicTensor):
+            raise ValueError(f"{context}: returned {type(loss).__name__}, not a tensor "
+                             "computed from y_true and y_pred with keras.ops")
+        if len(loss.shape) == 0 or loss.shape[0] is not None:
+            raise ValueError(f"{context}: returned a tensor of shape {loss.shape}; return "
+                             "one value (or a tensor of them) per sample, unreduced: Keras "
+                             "reduces it (sum over the batch size)")
+        try:  # a loss may leave y_true out (a penalty on the output alone), not y_pred
+            graph = Graph([y_true, y_pred], [loss])
+        except ValueError as error:
+            if "'y_true'" not in str(error):
+                raise ValueError(f"{context}: its value does not depend on y_pred, so it "
+                                 "gives the model no gradient") from error
+            graph = Graph([y_pred], [loss])
+        return graph, y_true, y_pred
+
+    return TracedLossHead(name, trace)
