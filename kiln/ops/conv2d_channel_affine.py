@@ -68,7 +68,9 @@ class Conv2DChannelAffine(Conv2D):
 
     # -- names and small helpers --------------------------------------------------------------
     def _key(self, what):
-        return ("conv channel affine", self.name, self.affine.name, what)
+        # a string: the gradient sums label their calls with it (the profiler reads the
+        # layer name first)
+        return f"{self.name} with {self.affine.name}: {what}"
 
     @property
     def _kernel_name(self):
@@ -123,11 +125,12 @@ class Conv2DChannelAffine(Conv2D):
                                  f"{self.name} kernel times {self.affine.name} scale")
             return target
 
-        weights = builder.derived(self._key("weights"), scaled_weights)
+        weights = builder.derived(self._key("scaled weights"), scaled_weights)
         if weights.desc == desc:
             return weights
-        return builder.derived(self._key(("weights", layout_key(desc))), lambda: builder.reorder(
-            weights, desc, f"{self.name} scaled kernel to layout"))
+        return builder.derived(
+            self._key(f"scaled weights in {layout_key(desc)}"),
+            lambda: builder.reorder(weights, desc, f"{self.name} scaled kernel to layout"))
 
     def bias_value(self, builder, desc):
         return self._vectors(builder)[1]
@@ -153,8 +156,8 @@ class Conv2DChannelAffine(Conv2D):
         if self.affine.scale is None and builder.wants_grad(self._kernel_name):
             weights = builder.param_grad(self._kernel_name, weights_desc)  # dW' is dW
         else:
-            weights = builder.derived_grad(self._key("weights gradient"), weights_desc)
-        bias = (builder.derived_grad(self._key("bias gradient"), bias_desc)
+            weights = builder.derived_grad(self._key("W'"), weights_desc)
+        bias = (builder.derived_grad(self._key("b'"), bias_desc)
                 if self.primitive_bias else None)
         builder.after_gradient_sums(self._key("parameter gradients"),
                                     lambda: self._parameter_grads(builder, weights_desc))
@@ -167,7 +170,7 @@ class Conv2DChannelAffine(Conv2D):
         scale, _ = self._vectors(builder)
         weights_grad = None
         if affine.scale is not None:
-            weights_grad = total(self._key("weights gradient"), None)
+            weights_grad = total(self._key("W'"), None)
             if builder.wants_grad(self._kernel_name):
                 stored = builder.parameters.grad_memory(self._kernel_name).desc
                 self._scaled_reorder(builder, weights_grad,
@@ -195,7 +198,7 @@ class Conv2DChannelAffine(Conv2D):
             plain_kernel = builder.reorder(kernel, plain, f"{self.name} kernel to plain",
                                            backward=True)
             per_channel = int(np.prod(dims)) // channels
-        bias_grad = total(self._key("bias gradient"), None) if self.primitive_bias else unused
+        bias_grad = total(self._key("b'"), None) if self.primitive_bias else unused
         conv_bias = (builder.param(f"{self.name}/bias", self._vector_desc()) if self.use_bias
                      else unused)
         builder.add_backward(builder.memory_kernel(kernels.affine_vector_grads, (

@@ -94,8 +94,7 @@ class GradientSums:
         deferred, and the sums of any parts that adds."""
         while True:
             for name, (grad, parts) in self._pending_sums.items():
-                label = name if isinstance(name, str) else " ".join(map(str, name))
-                self.add_sum(grad, [grad, *parts], f"{label} gradient, sum of parts")
+                self.add_sum(grad, [grad, *parts], f"{name} gradient, sum of parts")
             self._pending_sums = {}
             deferred, self._after_sums = self._after_sums, {}
             if not deferred:
