@@ -5,12 +5,13 @@ into a graph of engine ops (kiln/plan/traced_loss.py plans it, with its backward
 from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...plan.traced_loss import TracedLossHead
+from ..ops.core import loss_context
 
 
 def traced_head(function, name, kwargs=None):
     """The head computing `function(y_true, y_pred, **kwargs)` inside the step."""
     kwargs = dict(kwargs or {})
-    context = f"loss '{name}'"
+    context = loss_context(name)  # also what tells keras.ops it is tracing a loss
 
     def trace(output):
         y_true, y_pred = (SymbolicTensor((None, *output.dims[1:]), output.data_format,

@@ -70,12 +70,19 @@ def where():
     return tracing[-1] if tracing else "keras.ops"
 
 
+LOSS_CONTEXT = "loss '{}'"  # how messages name a loss being traced (keras/losses/traced.py)
+
+
+def loss_context(name):
+    return LOSS_CONTEXT.format(name)
+
+
 def in_traced_loss():
     """Whether the code being traced is a loss (keras/losses/traced.py). There a reduction to
     one value per sample, shape (None,), keeps its reduced axes as 1s instead (the engine has
     no rank-1 tensors): the same values, and the loss's reduction over all of its elements
     gives the same result."""
-    return bool(tracing) and tracing[-1].startswith("loss '")
+    return bool(tracing) and tracing[-1].startswith(LOSS_CONTEXT.split("{")[0])
 
 
 def op_name(kind):
