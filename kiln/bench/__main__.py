@@ -8,6 +8,7 @@
     python -m kiln.bench scaling --models mnist_cnn resnet20 --ranks 1 2   # over MPI ranks
     python -m kiln.bench ops                # broadcast_add at memory bandwidth, beside peers
     python -m kiln.bench custom-layer       # a keras.ops scale-and-bias layer vs built-ins
+    python -m kiln.bench soak --epochs 100  # fit killed and resumed at random: RSS, checkpoints
 
 `train` times kiln training steps on synthetic data after warm-up and, in the same run, the
 sgemm peak; its last line is `ms_per_step=<median> pct_of_peak=<percent>`.
@@ -20,7 +21,7 @@ import time
 import numpy as np
 
 from ..profiler import measure_peaks
-from . import custom_layer, harness, profile_report
+from . import custom_layer, harness, profile_report, soak
 from . import ops as ops_bench
 from .models import MODELS, built, training_flops
 from .peak import sgemm_gflops
@@ -145,12 +146,14 @@ def main(argv=None):
     report.add_argument("json", nargs="?", default="bench-results/compare.json")
     ops_bench.add_parser(sub)
     custom_layer.add_parser(sub)
+    soak.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["compare", *(argv or sys.argv[1:])])
     return {"train": command_train, "profile": command_profile, "compare": command_compare,
             "report": command_report, "augmentation": command_augmentation,
-            "ops": ops_bench.command, "custom-layer": custom_layer.command}[args.command](args)
+            "ops": ops_bench.command, "custom-layer": custom_layer.command,
+            "soak": soak.command}[args.command](args)
 
 
 if __name__ == "__main__":
