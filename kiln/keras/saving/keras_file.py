@@ -26,7 +26,7 @@ import h5py
 import numpy as np
 
 from .atomic_file import atomic_path
-from .h5_reading import array_keys, get_group, read_array
+from .h5_reading import array_keys, get_group, has_entry, read_array
 from .model_config import compile_from_config, has_graph, serialize_model
 from .optimizer_variables import check_keras_variables, keras_variables, set_keras_variables
 from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
@@ -186,7 +186,7 @@ def _load_layer_weights(model, h5_file, where):
     """Checks every layer's variables against the file, then assigns them all."""
     from .weights_file import _check_layer  # one check for both file kinds
 
-    if "vars" not in h5_file and "layers" not in h5_file:
+    if not has_entry(h5_file, "vars", where) and not has_entry(h5_file, "layers", where):
         raise ValueError(f"load_model: {where} has neither a 'vars' nor a 'layers' group: it "
                          "is not a Keras weights file")
     assignments, errors = [], []

@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 
 from .atomic_file import atomic_path
-from .h5_reading import get_group, read_array
+from .h5_reading import get_group, has_entry, read_array
 from .legacy_weights import (
     BACKEND,
     KERAS_VERSION,
@@ -199,7 +199,7 @@ def load_legacy_h5(filepath, custom_objects=None, compile=True, safe_mode=True):
                               f"its training_config ({error}); it is returned uncompiled",
                               stacklevel=3)
                 return model
-            if "optimizer_weights" in h5:
+            if has_entry(h5, "optimizer_weights", filepath):
                 _load_optimizer(model, h5, filepath)
     return model
 
