@@ -49,7 +49,7 @@ def save_keras_file(model, filepath):
         "keras_version": KERAS_VERSION,
         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     weights = _weights_h5_bytes(model)
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save") as temporary:
         with zipfile.ZipFile(temporary, "w") as archive:
             archive.writestr(METADATA, metadata_json)
             archive.writestr(CONFIG, config_json)

@@ -127,7 +127,7 @@ def save_legacy_h5(model, filepath, include_optimizer=True):
         training_config["optimizer_config"] = {"class_name": optimizer["class_name"],
                                                "config": optimizer["config"]}
     optimizer_weights = _keras2_optimizer_weights(model) if training_config else []
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save") as temporary:
         with h5py.File(temporary, "w") as h5:
             h5.attrs["keras_version"] = KERAS_VERSION
             h5.attrs["backend"] = BACKEND

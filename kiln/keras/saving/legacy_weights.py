@@ -123,7 +123,7 @@ def _check(layer, name, layer_group, weight_names, filepath, assignments, by_nam
 def save_legacy_weights(model, filepath):
     """`model.save_weights('w.h5')` as Keras 2 wrote it (layer groups at the root)."""
     model.weights  # noqa: B018 (builds a model whose input shape is known)
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save_weights") as temporary:
         with h5py.File(temporary, "w") as h5:
             write_layer_weights(h5, model)
 

@@ -56,7 +56,7 @@ def save_weights(model, filepath, overwrite=True, root_attributes=None,
     # Read every value before opening the file: a failure here writes nothing.
     entries = [(path, saveable, _values_to_save(model, saveable, optimizer_layout))
                for path, saveable in saveable_paths(model)]
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save_weights") as temporary:
         with h5py.File(temporary, "w") as h5_file:
             h5_file.attrs.update(root_attributes or {})
             for path, saveable, values in entries:
