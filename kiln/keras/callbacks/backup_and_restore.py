@@ -84,7 +84,7 @@ class BackupAndRestore(Callback):
                                    (self._prev_training_metadata_path,
                                     self._training_metadata_path)):
                 if os.path.exists(previous):
-                    with atomic_path(path) as temporary:
+                    with atomic_path(path, "BackupAndRestore") as temporary:
                         shutil.copyfile(previous, temporary)
             self._restore()
 
@@ -131,7 +131,7 @@ class BackupAndRestore(Callback):
                                    (self._training_metadata_path,
                                     self._prev_training_metadata_path)):
                 if os.path.exists(path):
-                    with atomic_path(previous) as temporary:
+                    with atomic_path(previous, "BackupAndRestore") as temporary:
                         shutil.copyfile(path, temporary)
         metadata = {"epoch": self._current_epoch, "batch": self._last_batch_seen}
         # the optimizer's state as kiln holds it: restored exactly, before any step, without
@@ -139,7 +139,8 @@ class BackupAndRestore(Callback):
         weights_file.save_weights(self.model, self._weights_path,
                                   root_attributes={_METADATA_ATTRIBUTE: json.dumps(metadata)},
                                   optimizer_layout="kiln")
-        write_text_atomically(self._training_metadata_path, json.dumps(metadata))
+        write_text_atomically(self._training_metadata_path, json.dumps(metadata),
+                              "BackupAndRestore")
 
     def on_train_end(self, logs=None):
         if self._restored:

@@ -149,7 +149,7 @@ class ModelCheckpoint(MonitorCallback):
         else:
             # written under a temporary name that ends like `filepath`, then renamed, whatever
             # model.save does inside
-            with atomic_path(filepath) as temporary:
+            with atomic_path(filepath, "ModelCheckpoint") as temporary:
                 self.model.save(temporary, overwrite=True)
         if self.verbose > 0:
             print(f"\nEpoch {epoch + 1}: finished saving model to {filepath}")

@@ -26,7 +26,7 @@ import h5py
 import numpy as np
 
 from .atomic_file import atomic_path
-from .h5_reading import array_keys, get_group, read_array
+from .h5_reading import array_keys, get_group, has_entry, read_array
 from .model_config import compile_from_config, has_graph, serialize_model
 from .optimizer_variables import check_keras_variables, keras_variables, set_keras_variables
 from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
@@ -49,7 +49,7 @@ def save_keras_file(model, filepath):
         "keras_version": KERAS_VERSION,
         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")})
     weights = _weights_h5_bytes(model)
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save") as temporary:
         with zipfile.ZipFile(temporary, "w") as archive:
             archive.writestr(METADATA, metadata_json)
             archive.writestr(CONFIG, config_json)
@@ -186,7 +186,7 @@ def _load_layer_weights(model, h5_file, where):
     """Checks every layer's variables against the file, then assigns them all."""
     from .weights_file import _check_layer  # one check for both file kinds
 
-    if "vars" not in h5_file and "layers" not in h5_file:
+    if not has_entry(h5_file, "vars", where) and not has_entry(h5_file, "layers", where):
         raise ValueError(f"load_model: {where} has neither a 'vars' nor a 'layers' group: it "
                          "is not a Keras weights file")
     assignments, errors = [], []

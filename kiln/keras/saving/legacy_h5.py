@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 
 from .atomic_file import atomic_path
-from .h5_reading import get_group, read_array
+from .h5_reading import get_group, has_entry, read_array
 from .legacy_weights import (
     BACKEND,
     KERAS_VERSION,
@@ -127,7 +127,7 @@ def save_legacy_h5(model, filepath, include_optimizer=True):
         training_config["optimizer_config"] = {"class_name": optimizer["class_name"],
                                                "config": optimizer["config"]}
     optimizer_weights = _keras2_optimizer_weights(model) if training_config else []
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save") as temporary:
         with h5py.File(temporary, "w") as h5:
             h5.attrs["keras_version"] = KERAS_VERSION
             h5.attrs["backend"] = BACKEND
@@ -199,7 +199,7 @@ def load_legacy_h5(filepath, custom_objects=None, compile=True, safe_mode=True):
                               f"its training_config ({error}); it is returned uncompiled",
                               stacklevel=3)
                 return model
-            if "optimizer_weights" in h5:
+            if has_entry(h5, "optimizer_weights", filepath):
                 _load_optimizer(model, h5, filepath)
     return model
 

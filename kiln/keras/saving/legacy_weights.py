@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 
 from .atomic_file import atomic_path
-from .h5_reading import get_group, read_array
+from .h5_reading import get_group, has_entry, read_array
 
 KERAS_VERSION, BACKEND = "2.15.0", "tensorflow"  # what tf.keras 2 writes; Keras 3 reads it
 
@@ -109,7 +109,8 @@ def _check(layer, name, layer_group, weight_names, filepath, assignments, by_nam
         return [message]
     errors = []
     for weight, weight_name in zip(expected, weight_names, strict=True):
-        value = read_array(layer_group, weight_name, filepath)
+        value = read_array(layer_group, weight_name, filepath,
+                           owner=f"{layer.context}, weight '{weight.name}'")
         if value.shape != weight.shape:
             errors.append(f"'{name}/{weight_name}' has shape {value.shape}, {layer.context} "
                           f"expects {weight.shape} for '{weight.name}'")
@@ -122,7 +123,7 @@ def _check(layer, name, layer_group, weight_names, filepath, assignments, by_nam
 def save_legacy_weights(model, filepath):
     """`model.save_weights('w.h5')` as Keras 2 wrote it (layer groups at the root)."""
     model.weights  # noqa: B018 (builds a model whose input shape is known)
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save_weights") as temporary:
         with h5py.File(temporary, "w") as h5:
             write_layer_weights(h5, model)
 
@@ -140,7 +141,8 @@ def load_legacy_weights(model, filepath, by_name=False, skip_mismatch=False):
         raise ValueError(f"load_weights: {filepath} is not a readable HDF5 file "
                          f"({error})") from error
     with h5:
-        group = get_group(h5, "model_weights", filepath) if "model_weights" in h5 else h5
+        group = get_group(h5, "model_weights", filepath) if has_entry(
+            h5, "model_weights", filepath) else h5
         if "layer_names" not in group.attrs and "layer_names0" not in group.attrs:
             raise ValueError(f"load_weights: {filepath} is not a Keras 2 weights file (no "
                              "layer_names attribute)")

@@ -35,7 +35,7 @@ import h5py
 import numpy as np
 
 from .atomic_file import atomic_path
-from .h5_reading import array_keys, get_group, read_array
+from .h5_reading import array_keys, get_group, has_entry, read_array
 from .optimizer_variables import check_keras_variables, keras_variables, set_keras_variables
 from .saveable_paths import is_optimizer, object_name, own_variables, saveable_paths
 
@@ -56,7 +56,7 @@ def save_weights(model, filepath, overwrite=True, root_attributes=None,
     # Read every value before opening the file: a failure here writes nothing.
     entries = [(path, saveable, _values_to_save(model, saveable, optimizer_layout))
                for path, saveable in saveable_paths(model)]
-    with atomic_path(filepath) as temporary:
+    with atomic_path(filepath, "save_weights") as temporary:
         with h5py.File(temporary, "w") as h5_file:
             h5_file.attrs.update(root_attributes or {})
             for path, saveable, values in entries:
@@ -180,12 +180,12 @@ def _require_built(model, caller):
 
 
 def _refuse_other_formats(h5_file, filepath):
-    if "layer_names" in h5_file.attrs or "model_weights" in h5_file:
+    if "layer_names" in h5_file.attrs or has_entry(h5_file, "model_weights", filepath):
         raise ValueError(f"load_weights: {filepath} holds Keras 2 legacy HDF5 weights "
                          f"(layer_names / model_weights), not the Keras 3 format its "
                          f"'{WEIGHTS_SUFFIX}' name says; give it a name ending in '.h5' to "
                          "read it as Keras 2 weights (Keras 3 also decides by the name)")
-    if "vars" not in h5_file and "layers" not in h5_file:
+    if not has_entry(h5_file, "vars", filepath) and not has_entry(h5_file, "layers", filepath):
         raise ValueError(f"load_weights: {filepath} is an HDF5 file but not a Keras weights "
                          "file (it has neither a 'vars' nor a 'layers' group)")
 
@@ -202,7 +202,8 @@ def _check_layer(layer, path, group, filepath, assignments):
     for index, weight in enumerate(expected):
         if str(index) not in keys:
             return f"{where}: the file has no variable '{index}' ({weight.name})"
-        value = read_array(group, str(index), filepath)
+        value = read_array(group, str(index), filepath,
+                           owner=f"{layer.context}, weight '{weight.name}'")
         if value.shape != weight.shape:
             return (f"{where}: variable {index} ('{weight.name}') expected shape "
                     f"{weight.shape}, the file has {value.shape}")
