@@ -5,12 +5,18 @@ array, so running it from Python is a single ctypes call (about 2 us).
 """
 
 import ctypes
+import threading
+from collections import OrderedDict
 
 from . import constants as dnnl
 from .engine import cpu_engine, cpu_stream
 from .errors import DnnlError, check
 from .library import exec_arg_t, lib
 from .memory import Memory, MemoryDesc, layout_key
+
+# primitives the cache keeps (as oneDNN's own primitive cache): a few plans' worth of a large
+# network's forward, backward and reorder primitives
+DEFAULT_CAPACITY = 1024
 
 
 class Attributes:
@@ -170,29 +176,43 @@ class Primitive:
 
 
 class PrimitiveCache:
-    """Ready-to-run primitives keyed by (kind, layouts, attributes).
+    """Ready-to-run primitives keyed by (kind, layouts, attributes), at most `capacity` of
+    them, the least recently used dropped first.
 
     Creating a convolution's primitives costs 0.3-3.4 ms; a plan for another batch size or a
-    second model with the same shapes reuses them.
+    second model with the same shapes reuses them. The keys hold the batch size, so without a
+    bound every batch size ever seen would keep its primitives; a dropped primitive lives on
+    in the plans that run it. Safe to use from several threads (plans of two models may be
+    built at once).
     """
 
-    def __init__(self):
-        self._entries = {}
+    def __init__(self, capacity=DEFAULT_CAPACITY):
+        self.capacity = capacity
+        self._entries = OrderedDict()
+        self._lock = threading.RLock()  # re-entrant: make_pd may use the cache
         self.hits = 0
         self.misses = 0
 
     def get(self, key, make_pd):
-        primitive = self._entries.get(key)
-        if primitive is None:
-            self.misses += 1
-            primitive = Primitive(make_pd())
-            self._entries[key] = primitive
-        else:
-            self.hits += 1
+        with self._lock:
+            primitive = self._entries.get(key)
+            if primitive is None:
+                self.misses += 1
+                primitive = Primitive(make_pd())
+                self._entries[key] = primitive
+                while len(self._entries) > self.capacity:
+                    self._entries.popitem(last=False)
+            else:
+                self.hits += 1
+                self._entries.move_to_end(key)
         return primitive
 
+    def __len__(self):
+        return len(self._entries)
+
     def clear(self):
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 primitive_cache = PrimitiveCache()

@@ -7,6 +7,7 @@ setting is needed, not at import, so importing kiln never touches the
 file system and tests can point `KERAS_HOME` elsewhere before use.
 """
 
+import gc
 import json
 import math
 import numbers
@@ -211,18 +212,25 @@ def set_floatx(value):
 
 
 def clear_session(free_memory=True):
-    """Resets the layer name counters, as Keras does: the next Conv2D is 'conv2d' again.
+    """Resets the layer name counters, as Keras does: the next Conv2D is 'conv2d' again, and
+    frees the compiled plans of every model (each is built again on its next use) and the
+    cached oneDNN primitives.
 
-    Settings (data format, epsilon) are kept, as in Keras.
+    Settings (data format, epsilon) are kept, as in Keras; so are the models' weights and
+    optimizer state.
 
     Args:
-        free_memory: Accepted for Keras compatibility; kiln frees a model's buffers when the
-            model is garbage collected.
+        free_memory: as Keras: also collect garbage (models dropped in reference cycles).
     """
-    del free_memory
+    from ..binding.primitive import primitive_cache
+    from ..plan import plan_cache
     from .layers import base_layer  # the front end's layers depend on this module, not back
 
     base_layer.reset_names()
+    plan_cache.release_all()
+    primitive_cache.clear()
+    if free_memory:
+        gc.collect()
 
 
 def get_value(x):

@@ -40,6 +40,26 @@ def test_different_shape_misses():
     assert primitives[0] is not primitives[2] and primitives[0] is not primitives[3]
 
 
+def test_capacity_drops_the_least_recently_used_primitive():
+    cache = PrimitiveCache(capacity=2)
+    descs = {dims: (MemoryDesc.with_tag(dims), MemoryDesc.with_tag(dims, tag=dnnl.ba))
+             for dims in [(2, 3), (3, 4), (4, 5)]}
+
+    def get(dims):
+        source, target = descs[dims]
+        return cache.get(("reorder", layout_key(source), layout_key(target)),
+                         lambda: reorder_pd(source, target))
+
+    first = get((2, 3))
+    get((3, 4))
+    assert get((2, 3)) is first  # used again: (3, 4) is now the least recent
+    get((4, 5))
+    assert len(cache) == 2
+    assert get((2, 3)) is first and cache.misses == 3
+    get((3, 4))  # dropped before: made again
+    assert cache.misses == 4 and len(cache) == 2
+
+
 def test_layout_key_separates_layouts_with_equal_dims():
     dims = (2, 3, 4, 5)
     nchw, nhwc = MemoryDesc.with_tag(dims), MemoryDesc.with_tag(dims, tag=dnnl.acdb)

@@ -6,7 +6,9 @@ Three ways to make one, as in Keras 3:
     subclassed:  class Net(keras.Model) with layers made in __init__ and used in call(); traced
                  once on symbolic inputs the first time its input shape is known
 Every model owns one ParameterStore holding its layers' weights; plans are cached per
-(training?, batch size) and rebuilt when weights move or their trainable flags change.
+(training?, batch size) and rebuilt when weights move or their trainable flags change. The
+cache keeps the most recently used plans and its lock serializes building and running them
+(kiln/plan/plan_cache.py).
 """
 
 import os
@@ -18,6 +20,7 @@ from ...graph.fusion import INFERENCE_RULES, RULES, fuse
 from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...plan.parameters import ParameterStore
+from ...plan.plan_cache import PlanCache
 from ...plan.step_plan import StepPlan
 from ..layers.base_layer import Layer, flatten, unique_name
 from ..layers.dtype_policies import model_policy
@@ -210,9 +213,27 @@ class Model(Trainer, Layer):
             self._plans = {}
         return signature
 
+    @property
+    def _plans(self):
+        """The model's PlanCache; assigning a dict of plans keeps just those."""
+        cache = self.__dict__.get("_plan_cache")
+        if cache is None:
+            cache = self.__dict__["_plan_cache"] = PlanCache()
+        return cache
+
+    @_plans.setter
+    def _plans(self, plans):
+        self._plans.replace(plans)
+
     def _plan(self, training, batch_size, evaluate=False):
         """The plan for one batch size: training, evaluation (losses and metrics after an
-        inference forward) or inference."""
+        inference forward) or inference. Callers that run it hold `self._plans.lock`."""
+        # one thread at a time syncs the weights, looks up and builds (a build may repack
+        # the weight arenas that other plans of this model read)
+        with self._plans.lock:
+            return self._cached_plan(training, batch_size, evaluate)
+
+    def _cached_plan(self, training, batch_size, evaluate):
         self._require_graph()
         self._sync()
         key = ("evaluate" if evaluate else training, batch_size)

@@ -55,6 +55,12 @@ class BatchRunner:
 
     def run(self, xs, ys, sample_weights, step, epoch=None):
         """One step on this batch; returns the batch size."""
+        # from the labels going in to the stats read back, no other thread may run a plan of
+        # this model (its buffers, and the weights a training step updates, are shared)
+        with self.model._plans.lock:
+            return self._run(xs, ys, sample_weights, step, epoch)
+
+    def _run(self, xs, ys, sample_weights, step, epoch):
         training = self.owner == "fit"
         size = len(xs[0])
         plan = self.model._plan(training, size, evaluate=not training)

@@ -170,17 +170,20 @@ class Trainer(BatchMethods):
     def _evaluate_batches(self, adapter, owner, callback_list=None):
         """Loss and metrics over the adapter's batches through evaluation plans."""
         runner = BatchRunner(self, owner)
-        runner.reset()
-        self._start_pass(adapter)
-        if callback_list is not None:
-            callback_list.on_test_begin()
-        for step, (xs, ys, weights) in enumerate(adapter.batches()):
+        # the whole pass holds the plans' lock: the metrics accumulate in the model's metric
+        # objects, which an evaluate in another thread would reset midway
+        with self._plans.lock:
+            runner.reset()
+            self._start_pass(adapter)
             if callback_list is not None:
-                callback_list.on_test_batch_begin(step)
-            runner.run(xs, ys, weights, step)
-            if callback_list is not None:
-                callback_list.on_test_batch_end(step, data_parallel.logs(runner))
-        logs = data_parallel.logs(runner)
+                callback_list.on_test_begin()
+            for step, (xs, ys, weights) in enumerate(adapter.batches()):
+                if callback_list is not None:
+                    callback_list.on_test_batch_begin(step)
+                runner.run(xs, ys, weights, step)
+                if callback_list is not None:
+                    callback_list.on_test_batch_end(step, data_parallel.logs(runner))
+            logs = data_parallel.logs(runner)
         if callback_list is not None:
             callback_list.on_test_end(logs)
         return logs
@@ -191,13 +194,16 @@ class Trainer(BatchMethods):
         parts = [[] for _ in self.outputs]
         try:
             for xs, _, _ in adapter.batches():
-                plan = self._plan(False, len(xs[0]))
-                # copied, not re-pointed: an output may be the input memory itself
-                for array, x in zip(plan.input_arrays, xs, strict=True):
-                    array[...] = x
-                plan.predict_step()
-                for part, result in zip(parts, plan.output_arrays, strict=True):
-                    part.append(result.copy())
+                # another thread may run this plan (or train the weights) as soon as the
+                # lock is released: the outputs are copied out under it
+                with self._plans.lock:
+                    plan = self._plan(False, len(xs[0]))
+                    # copied, not re-pointed: an output may be the input memory itself
+                    for array, x in zip(plan.input_arrays, xs, strict=True):
+                        array[...] = x
+                    plan.predict_step()
+                    for part, result in zip(parts, plan.output_arrays, strict=True):
+                        part.append(result.copy())
         finally:
             adapter.close()
         return [np.concatenate(part) if part else np.empty((0, *t.shape[1:]), np.float32)
