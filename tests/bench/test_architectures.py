@@ -63,7 +63,10 @@ def test_bench_model_predicts_and_trains_like_keras(name, data_format):
                          verbose=0).history["loss"][0]
     # Keras's loss of the training-mode forward (batch statistics), before its update
     keras_loss = float(theirs.train_on_batch(x, y))
-    assert kiln_loss == pytest.approx(keras_loss, rel=1e-5)
+    # rel 1e-4 as the layer checker's (keras_oracle.py): with AVX2 kernels (8 floats a vector)
+    # MobileNetV2's training-mode loss, after 17 batch norms of batch statistics, was 1.7e-5
+    # off Keras's; a wrong layer moves it by 1e-2 and more
+    assert kiln_loss == pytest.approx(keras_loss, rel=1e-4)
 
     flipped = total = 0
     for weight, after, expected, before in zip(ours.weights, ours.get_weights(),
