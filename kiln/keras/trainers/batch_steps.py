@@ -40,12 +40,15 @@ class BatchRunner:
 
     Args:
         model: the compiled model (its _plan, _compile_loss, _compile_metrics).
-        owner: 'fit' or 'evaluate', for messages.
+        kind: 'fit' (training steps) or 'evaluate' (losses and metrics without training).
+        owner: the method the user called, for messages ('train_on_batch', 'fit (validation
+            data)', ...); the kind by default.
     """
 
-    def __init__(self, model, owner):
+    def __init__(self, model, kind, owner=None):
         self.model = model
-        self.owner = owner
+        self.kind = kind
+        self.owner = owner or kind
         self.trackers = LossTrackers(model._compile_loss)
         self.metrics = model._compile_metrics
 
@@ -54,14 +57,14 @@ class BatchRunner:
         self.metrics.reset_state()
 
     def run(self, xs, ys, sample_weights, step, epoch=None):
-        """One step on this batch; returns the batch size."""
-        training = self.owner == "fit"
+        """One step on this batch (`step` None: the only one); returns the batch size."""
+        training = self.kind == "fit"
         size = len(xs[0])
         plan = self.model._plan(training, size, evaluate=not training)
         if training:  # set during a data-parallel fit (keras/distribution/)
             plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
-                 else f"{self.owner}, batch {step}")
+                 else f"{self.owner}, batch {step}" if step is not None else self.owner)
         self._fill_labels(plan, ys, where)
         self._fill_weights(plan, sample_weights, where)
         plan.use_input(xs)

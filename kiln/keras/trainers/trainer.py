@@ -149,7 +149,8 @@ class Trainer(BatchMethods):
                     last_logs = data_parallel.logs(runner)
                 epoch_logs = dict(last_logs)
                 if val_adapter is not None and (epoch + 1) % validation_freq == 0:
-                    val_logs = self._evaluate_batches(val_adapter, "evaluate", callback_list)
+                    val_logs = self._evaluate_batches(val_adapter, "fit (validation data)",
+                                                      callback_list)
                     epoch_logs.update({f"val_{name}": value for name, value in val_logs.items()})
                 callback_list.on_epoch_end(epoch, epoch_logs)
                 if self.stop_training:
@@ -169,7 +170,7 @@ class Trainer(BatchMethods):
 
     def _evaluate_batches(self, adapter, owner, callback_list=None):
         """Loss and metrics over the adapter's batches through evaluation plans."""
-        runner = BatchRunner(self, owner)
+        runner = BatchRunner(self, "evaluate", owner)
         runner.reset()
         self._start_pass(adapter)
         if callback_list is not None:
@@ -206,9 +207,13 @@ class Trainer(BatchMethods):
     def predict(self, x, batch_size=None, verbose=0, steps=None):
         """Outputs for x (arrays, a generator or a PyDataset): one array, or the model's
         output structure (list / dict)."""
+        return self._predict(x, batch_size, steps, "predict")
+
+    def _predict(self, x, batch_size, steps, owner):
+        """predict, its errors naming `owner` (predict_on_batch runs it too)."""
         self._build_from_arrays(x)
         adapter = get_data_adapter(x, None, None, batch_size, steps, False,
-                                   signature=self._signature("predict"))
+                                   signature=self._signature(owner))
         adapter = data_parallel.start(self, "predict", adapter)
         outputs = data_parallel.gather_predictions(adapter, self._predict_batches(adapter))
         # as Keras, a one-output list or tuple comes back as the array itself (not a dict)
