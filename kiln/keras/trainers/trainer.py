@@ -248,15 +248,44 @@ class Trainer(BatchMethods):
         return values if len(values) > 1 else values[0]
 
 
+def _leaves(value):
+    """The arrays of a structure, as Keras' tree.flatten walks it: lists, tuples and dicts are
+    structure (so a Python list of numbers is a structure of scalars, not an array)."""
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
 def _split_last(arrays, fraction):
     """((x, y, sample_weight) before the split, (x, y, sample_weight) after): Keras'
-    validation_split keeps the last `fraction` of the samples for validation."""
-    def count(value):
-        if isinstance(value, dict):
-            return count(next(iter(value.values())))
-        if isinstance(value, (list, tuple)):
-            return count(value[0])
-        return len(value)
+    validation_split keeps the last `fraction` of the samples for validation, and refuses
+    what it cannot slice (Python lists, generators) and a split that leaves a side empty,
+    with its messages."""
+    leaves = _leaves(arrays)
+    unsplitable = []
+    for leaf in leaves:
+        if leaf is not None and not hasattr(leaf, "__array__") and type(leaf) not in \
+                unsplitable:
+            unsplitable.append(type(leaf))
+    if unsplitable:
+        hint = ("; convert Python lists with np.asarray" if any(
+            kind in (int, float, bool, str) for kind in unsplitable) else
+            "; give validation_data for a generator or PyDataset")
+        raise ValueError("fit: Argument `validation_split` is only supported for tensors or "
+                         "NumPy arrays. Found incompatible type in the input: "
+                         f"{unsplitable}{hint}")
+    present = [leaf for leaf in leaves if leaf is not None]
+    if not present:
+        return arrays, arrays
+    count = int(np.shape(present[0])[0])
+    split = int(np.floor(count * (1.0 - fraction)))
+    if split in (0, count):
+        raise ValueError(f"fit: Training data contains {count} samples, which is not "
+                         "sufficient to split it into a validation and training set as "
+                         f"specified by `validation_split={fraction}`. Either provide more "
+                         "data, or a different value for the `validation_split` argument.")
 
     def cut(value, part):
         if value is None:
@@ -265,13 +294,8 @@ def _split_last(arrays, fraction):
             return {key: cut(item, part) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return type(value)(cut(item, part) for item in value)
-        value = np.asarray(value)
-        return value[part]
+        return np.asarray(value)[part]
 
-    if hasattr(arrays[0], "__next__") or not hasattr(arrays[0], "__len__"):
-        raise ValueError("fit: argument validation_split needs numpy arrays; give "
-                         "validation_data for a generator or PyDataset")
-    split = int(np.floor(count(arrays[0]) * (1.0 - fraction)))
     first = tuple(cut(value, slice(None, split)) for value in arrays)
     second = tuple(cut(value, slice(split, None)) for value in arrays)
     return first, second
