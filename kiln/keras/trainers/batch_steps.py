@@ -13,6 +13,15 @@ from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
 
 
+def as_float32(loss):
+    """A batch's loss as the float32 the model computes in (the heads sum in float64): one
+    beyond float32's range is inf, as in Keras, so the running mean turns inf and
+    TerminateOnNaN stops before the float32 gradients of the next batch overflow the
+    weights."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(loss))
+
+
 class LossTrackers:
     """The `loss` and per-output `<name>_loss` means (Keras' loss trackers)."""
 
@@ -24,10 +33,10 @@ class LossTrackers:
         self.state[...] = 0.0
 
     def update(self, plan, size):
-        self.state[0, 0] += plan.stats[0] * size
+        self.state[0, 0] += as_float32(plan.stats[0]) * size
         if len(self.names) > 1:
             for row, view in enumerate(plan.heads, start=1):
-                self.state[row, 0] += view.stats[LOSS] * size
+                self.state[row, 0] += as_float32(view.stats[LOSS]) * size
         self.state[:, 1] += size
 
     def results(self):
