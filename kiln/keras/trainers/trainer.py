@@ -15,6 +15,7 @@ from ..distribution import data_parallel_loop as data_parallel
 from ..layers.base_layer import pack_like
 from .batch_methods import BatchMethods, is_data_source
 from .batch_steps import BatchRunner
+from .class_id_checks import check_all_class_ids
 from .compile_utils import CompileLoss, CompileMetrics, output_names
 from .data_adapters import ModelSignature, get_data_adapter
 
@@ -102,6 +103,7 @@ class Trainer(BatchMethods):
                 (x, y, sample_weight), validation_split)
         adapter = get_data_adapter(x, y, sample_weight, batch_size, steps_per_epoch, shuffle,
                                    class_weight, signature=self._signature("fit"))
+        check_all_class_ids(self, adapter, "fit")
         val_adapter = None
         if is_data_source(validation_data):  # a generator or PyDataset yields (x, y) itself
             validation_data = (validation_data, None)
@@ -115,6 +117,7 @@ class Trainer(BatchMethods):
                 val_x, val_y, val_weight[0] if val_weight else None,
                 validation_batch_size or getattr(adapter, "batch_size", batch_size),
                 validation_steps, False, signature=self._signature("fit (validation data)"))
+            check_all_class_ids(self, val_adapter, "fit (validation data)")
         # data-parallel: the ranks check they run the same job, take rank 0's weights and
         # each read their shard of every batch (one process: the adapters as they are)
         adapter = data_parallel.start(self, "fit", adapter, reducer=True)
@@ -232,6 +235,7 @@ class Trainer(BatchMethods):
         self._build_from_arrays(x)
         adapter = get_data_adapter(x, y, sample_weight, batch_size, steps, False,
                                    signature=self._signature("evaluate"))
+        check_all_class_ids(self, adapter, "evaluate")
         adapter = data_parallel.start(self, "evaluate", adapter)
         verbose = 1 if verbose == "auto" else verbose
         callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
