@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
+from ...runtime.interrupts import interrupts_deferred
 
 
 def as_float32(loss):
@@ -77,13 +78,15 @@ class BatchRunner:
         self._fill_labels(plan, ys, where)
         self._fill_weights(plan, sample_weights, where)
         plan.use_input(xs)
-        if training:
-            plan.train_step()
-        else:
-            plan.evaluate_step()
-        for update in plan.metric_updates:
-            update()
-        self.trackers.update(plan, size)
+        # Ctrl-C waits until the metrics and loss means have taken the batch in too
+        with interrupts_deferred():
+            if training:
+                plan.train_step()
+            else:
+                plan.evaluate_step()
+            for update in plan.metric_updates:
+                update()
+            self.trackers.update(plan, size)
         return size
 
     def logs(self):
