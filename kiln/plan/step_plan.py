@@ -24,6 +24,7 @@ from ..binding import constants as dnnl
 from ..binding.engine import wait
 from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
+from ..runtime.interrupts import interrupts_deferred
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
 from .builder import KernelCall, PlanBuilder
@@ -336,16 +337,17 @@ class StepPlan:
         """Run forward, loss, backward and the update on `self.inputs` / `self.labels`.
 
         Returns the stats array (total loss, first head's accuracy) of this batch; each
-        head's own stats are in `self.heads[i].stats`."""
-        for run in self._runs:
-            run()
-        if self.gradient_reducer is not None:  # data-parallel: the ranks' gradients summed
-            self.gradient_reducer()
-        self._penalty = self._penalties.apply() if self._penalties else 0.0
-        self._update()
-        if self._constraints:
-            self._constraints.apply()
-        return self._total_loss()
+        head's own stats are in `self.heads[i].stats`. Ctrl-C waits for the step to end."""
+        with interrupts_deferred():  # a torn step: weights and iterations out of step
+            for run in self._runs:
+                run()
+            if self.gradient_reducer is not None:  # data-parallel: the ranks' gradients
+                self.gradient_reducer()
+            self._penalty = self._penalties.apply() if self._penalties else 0.0
+            self._update()
+            if self._constraints:
+                self._constraints.apply()
+            return self._total_loss()
 
     def evaluate_step(self):
         """An evaluation plan's forward, losses and metrics; returns the stats as train_step."""

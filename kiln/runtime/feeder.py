@@ -35,11 +35,14 @@ class BatchFeeder:
         self.sample_weights = None if sample_weight is None else list(sample_weight)
         self.order, self.batch_size = order, batch_size
         self.steps = -(-len(order) // batch_size)
-        self._x_stage = [[aligned_array((batch_size, *x.shape[1:])) for x in self.xs]
+        # no batch holds more than every sample: fit(batch_size=10**9) on 64 samples stages
+        # 64 (as Keras trains one batch of 64), not a billion
+        rows = max(1, min(batch_size, len(order)))
+        self._x_stage = [[aligned_array((rows, *x.shape[1:])) for x in self.xs]
                          for _ in range(2)]
-        self._y_stage = [[np.empty((batch_size, *y.shape[1:]), np.float32) for y in self.ys]
+        self._y_stage = [[np.empty((rows, *y.shape[1:]), np.float32) for y in self.ys]
                          for _ in range(2)]
-        self._w_stage = [[np.empty((batch_size, *w.shape[1:]), np.float32)
+        self._w_stage = [[np.empty((rows, *w.shape[1:]), np.float32)
                           for w in self.sample_weights or ()] for _ in range(2)]
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kiln-feeder")
         self._pending = self._pool.submit(self._gather, 0) if self.steps else None

@@ -24,9 +24,10 @@ class CallbackList(Callback):
         elif isinstance(callbacks, Callback):  # Keras flattens a lone callback into a list
             callbacks = [callbacks]
         self.callbacks = list(callbacks or ())
-        if add_history and not any(
-                isinstance(c, History) for c in self.callbacks):
-            self.callbacks.append(History())
+        self._history = next((c for c in self.callbacks if isinstance(c, History)), None)
+        if add_history and self._history is None:
+            self._history = History()
+            self.callbacks.append(self._history)
         if add_progbar and not any(
                 isinstance(c, ProgbarLogger) for c in self.callbacks):
             self.callbacks.append(ProgbarLogger())
@@ -45,6 +46,10 @@ class CallbackList(Callback):
 
     def set_model(self, model):
         super().set_model(model)
+        # as Keras: fit returns model.history, which must be this run's History even when no
+        # epoch runs (epochs=0, or a BackupAndRestore that resumes after the last epoch)
+        if self._history is not None and model is not None:
+            model.history = self._history
         for callback in self.callbacks:
             callback.set_model(model)
 

@@ -87,10 +87,10 @@ class BatchMethods:
         self._probe_data = False
         return batch
 
-    def _batch_runner(self, kind):
+    def _batch_runner(self, kind, owner):
         runners = self.__dict__.setdefault("_on_batch_runners", {})
         if kind not in runners or runners[kind].metrics is not self._compile_metrics:
-            runners[kind] = BatchRunner(self, kind)
+            runners[kind] = BatchRunner(self, kind, owner)
             runners[kind].reset()
         return runners[kind]
 
@@ -112,8 +112,8 @@ class BatchMethods:
         if not self.compiled:
             raise RuntimeError("train_on_batch: call compile() first")
         xs, ys, weights = self._one_batch(x, y, sample_weight, class_weight, "train_on_batch")
-        runner = self._batch_runner("fit")
-        runner.run(xs, ys, weights, 0)
+        runner = self._batch_runner("fit", "train_on_batch")
+        runner.run(xs, ys, weights, None)
         return self._batch_results(runner, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
@@ -121,8 +121,8 @@ class BatchMethods:
         if not self.compiled:
             raise RuntimeError("test_on_batch: call compile() first")
         xs, ys, weights = self._one_batch(x, y, sample_weight, None, "test_on_batch")
-        runner = self._batch_runner("evaluate")
-        runner.run(xs, ys, weights, 0)
+        runner = self._batch_runner("evaluate", "test_on_batch")
+        runner.run(xs, ys, weights, None)
         return self._batch_results(runner, return_dict)
 
     def predict_on_batch(self, x):
@@ -130,4 +130,4 @@ class BatchMethods:
         self._build_from_arrays(x)
         count = len(x[0] if isinstance(x, (list, tuple)) else
                     next(iter(x.values())) if isinstance(x, dict) else x)
-        return self.predict(x, batch_size=max(count, 1), verbose=0)
+        return self._predict(x, max(count, 1), None, "predict_on_batch")

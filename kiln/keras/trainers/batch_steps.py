@@ -11,6 +11,16 @@ import numpy as np
 
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
+from ...runtime.interrupts import interrupts_deferred
+
+
+def as_float32(loss):
+    """A batch's loss as the float32 the model computes in (the heads sum in float64): one
+    beyond float32's range is inf, as in Keras, so the running mean turns inf and
+    TerminateOnNaN stops before the float32 gradients of the next batch overflow the
+    weights."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(loss))
 
 
 class LossTrackers:
@@ -24,10 +34,10 @@ class LossTrackers:
         self.state[...] = 0.0
 
     def update(self, plan, size):
-        self.state[0, 0] += plan.stats[0] * size
+        self.state[0, 0] += as_float32(plan.stats[0]) * size
         if len(self.names) > 1:
             for row, view in enumerate(plan.heads, start=1):
-                self.state[row, 0] += view.stats[LOSS] * size
+                self.state[row, 0] += as_float32(view.stats[LOSS]) * size
         self.state[:, 1] += size
 
     def results(self):
@@ -40,12 +50,15 @@ class BatchRunner:
 
     Args:
         model: the compiled model (its _plan, _compile_loss, _compile_metrics).
-        owner: 'fit' or 'evaluate', for messages.
+        kind: 'fit' (training steps) or 'evaluate' (losses and metrics without training).
+        owner: the method the user called, for messages ('train_on_batch', 'fit (validation
+            data)', ...); the kind by default.
     """
 
-    def __init__(self, model, owner):
+    def __init__(self, model, kind, owner=None):
         self.model = model
-        self.owner = owner
+        self.kind = kind
+        self.owner = owner or kind
         self.trackers = LossTrackers(model._compile_loss)
         self.metrics = model._compile_metrics
 
@@ -54,30 +67,32 @@ class BatchRunner:
         self.metrics.reset_state()
 
     def run(self, xs, ys, sample_weights, step, epoch=None):
-        """One step on this batch; returns the batch size."""
+        """One step on this batch (`step` None: the only one); returns the batch size."""
         # from the labels going in to the stats read back, no other thread may run a plan of
         # this model (its buffers, and the weights a training step updates, are shared)
         with self.model._plans.lock:
             return self._run(xs, ys, sample_weights, step, epoch)
 
     def _run(self, xs, ys, sample_weights, step, epoch):
-        training = self.owner == "fit"
+        training = self.kind == "fit"
         size = len(xs[0])
         plan = self.model._plan(training, size, evaluate=not training)
         if training:  # set during a data-parallel fit (keras/distribution/)
             plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
-                 else f"{self.owner}, batch {step}")
+                 else f"{self.owner}, batch {step}" if step is not None else self.owner)
         self._fill_labels(plan, ys, where)
         self._fill_weights(plan, sample_weights, where)
         plan.use_input(xs)
-        if training:
-            plan.train_step()
-        else:
-            plan.evaluate_step()
-        for update in plan.metric_updates:
-            update()
-        self.trackers.update(plan, size)
+        # Ctrl-C waits until the metrics and loss means have taken the batch in too
+        with interrupts_deferred():
+            if training:
+                plan.train_step()
+            else:
+                plan.evaluate_step()
+            for update in plan.metric_updates:
+                update()
+            self.trackers.update(plan, size)
         return size
 
     def logs(self):

@@ -15,6 +15,7 @@ from ..distribution import data_parallel_loop as data_parallel
 from ..layers.base_layer import pack_like
 from .batch_methods import BatchMethods, is_data_source
 from .batch_steps import BatchRunner
+from .class_id_checks import check_all_class_ids
 from .compile_utils import CompileLoss, CompileMetrics, output_names
 from .data_adapters import ModelSignature, get_data_adapter
 
@@ -102,6 +103,7 @@ class Trainer(BatchMethods):
                 (x, y, sample_weight), validation_split)
         adapter = get_data_adapter(x, y, sample_weight, batch_size, steps_per_epoch, shuffle,
                                    class_weight, signature=self._signature("fit"))
+        check_all_class_ids(self, adapter, "fit")
         val_adapter = None
         if is_data_source(validation_data):  # a generator or PyDataset yields (x, y) itself
             validation_data = (validation_data, None)
@@ -115,6 +117,7 @@ class Trainer(BatchMethods):
                 val_x, val_y, val_weight[0] if val_weight else None,
                 validation_batch_size or getattr(adapter, "batch_size", batch_size),
                 validation_steps, False, signature=self._signature("fit (validation data)"))
+            check_all_class_ids(self, val_adapter, "fit (validation data)")
         # data-parallel: the ranks check they run the same job, take rank 0's weights and
         # each read their shard of every batch (one process: the adapters as they are)
         adapter = data_parallel.start(self, "fit", adapter, reducer=True)
@@ -149,7 +152,8 @@ class Trainer(BatchMethods):
                     last_logs = data_parallel.logs(runner)
                 epoch_logs = dict(last_logs)
                 if val_adapter is not None and (epoch + 1) % validation_freq == 0:
-                    val_logs = self._evaluate_batches(val_adapter, "evaluate", callback_list)
+                    val_logs = self._evaluate_batches(val_adapter, "fit (validation data)",
+                                                      callback_list)
                     epoch_logs.update({f"val_{name}": value for name, value in val_logs.items()})
                 callback_list.on_epoch_end(epoch, epoch_logs)
                 if self.stop_training:
@@ -169,7 +173,7 @@ class Trainer(BatchMethods):
 
     def _evaluate_batches(self, adapter, owner, callback_list=None):
         """Loss and metrics over the adapter's batches through evaluation plans."""
-        runner = BatchRunner(self, owner)
+        runner = BatchRunner(self, "evaluate", owner)
         # the whole pass holds the plans' lock: the metrics accumulate in the model's metric
         # objects, which an evaluate in another thread would reset midway
         with self._plans.lock:
@@ -212,9 +216,13 @@ class Trainer(BatchMethods):
     def predict(self, x, batch_size=None, verbose=0, steps=None):
         """Outputs for x (arrays, a generator or a PyDataset): one array, or the model's
         output structure (list / dict)."""
+        return self._predict(x, batch_size, steps, "predict")
+
+    def _predict(self, x, batch_size, steps, owner):
+        """predict, its errors naming `owner` (predict_on_batch runs it too)."""
         self._build_from_arrays(x)
         adapter = get_data_adapter(x, None, None, batch_size, steps, False,
-                                   signature=self._signature("predict"))
+                                   signature=self._signature(owner))
         adapter = data_parallel.start(self, "predict", adapter)
         outputs = data_parallel.gather_predictions(adapter, self._predict_batches(adapter))
         # as Keras, a one-output list or tuple comes back as the array itself (not a dict)
@@ -233,6 +241,7 @@ class Trainer(BatchMethods):
         self._build_from_arrays(x)
         adapter = get_data_adapter(x, y, sample_weight, batch_size, steps, False,
                                    signature=self._signature("evaluate"))
+        check_all_class_ids(self, adapter, "evaluate")
         adapter = data_parallel.start(self, "evaluate", adapter)
         verbose = 1 if verbose == "auto" else verbose
         callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=self,
@@ -249,15 +258,44 @@ class Trainer(BatchMethods):
         return values if len(values) > 1 else values[0]
 
 
+def _leaves(value):
+    """The arrays of a structure, as Keras' tree.flatten walks it: lists, tuples and dicts are
+    structure (so a Python list of numbers is a structure of scalars, not an array)."""
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
 def _split_last(arrays, fraction):
     """((x, y, sample_weight) before the split, (x, y, sample_weight) after): Keras'
-    validation_split keeps the last `fraction` of the samples for validation."""
-    def count(value):
-        if isinstance(value, dict):
-            return count(next(iter(value.values())))
-        if isinstance(value, (list, tuple)):
-            return count(value[0])
-        return len(value)
+    validation_split keeps the last `fraction` of the samples for validation, and refuses
+    what it cannot slice (Python lists, generators) and a split that leaves a side empty,
+    with its messages."""
+    leaves = _leaves(arrays)
+    unsplitable = []
+    for leaf in leaves:
+        if leaf is not None and not hasattr(leaf, "__array__") and type(leaf) not in \
+                unsplitable:
+            unsplitable.append(type(leaf))
+    if unsplitable:
+        hint = ("; convert Python lists with np.asarray" if any(
+            kind in (int, float, bool, str) for kind in unsplitable) else
+            "; give validation_data for a generator or PyDataset")
+        raise ValueError("fit: Argument `validation_split` is only supported for tensors or "
+                         "NumPy arrays. Found incompatible type in the input: "
+                         f"{unsplitable}{hint}")
+    present = [leaf for leaf in leaves if leaf is not None]
+    if not present:
+        return arrays, arrays
+    count = int(np.shape(present[0])[0])
+    split = int(np.floor(count * (1.0 - fraction)))
+    if split in (0, count):
+        raise ValueError(f"fit: Training data contains {count} samples, which is not "
+                         "sufficient to split it into a validation and training set as "
+                         f"specified by `validation_split={fraction}`. Either provide more "
+                         "data, or a different value for the `validation_split` argument.")
 
     def cut(value, part):
         if value is None:
@@ -266,13 +304,8 @@ def _split_last(arrays, fraction):
             return {key: cut(item, part) for key, item in value.items()}
         if isinstance(value, (list, tuple)):
             return type(value)(cut(item, part) for item in value)
-        value = np.asarray(value)
-        return value[part]
+        return np.asarray(value)[part]
 
-    if hasattr(arrays[0], "__next__") or not hasattr(arrays[0], "__len__"):
-        raise ValueError("fit: argument validation_split needs numpy arrays; give "
-                         "validation_data for a generator or PyDataset")
-    split = int(np.floor(count(arrays[0]) * (1.0 - fraction)))
     first = tuple(cut(value, slice(None, split)) for value in arrays)
     second = tuple(cut(value, slice(split, None)) for value in arrays)
     return first, second

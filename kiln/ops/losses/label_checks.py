@@ -20,9 +20,10 @@ def first_bad_class_id(ids, classes):
     return -1
 
 
-def check_class_ids(ids, classes, context):
-    """Raise ValueError naming `context` when `ids` (float32 (N,)) has a bad class id."""
+def check_class_ids(ids, classes, context, of=" of the batch"):
+    """Raise ValueError naming `context` when `ids` (float32 (N,)) has a bad class id; `of`
+    says what the sample number counts in."""
     row = first_bad_class_id(ids, classes)
     if row >= 0:
-        raise ValueError(f"{context}: sample {row} of the batch has class id "
+        raise ValueError(f"{context}: sample {row}{of} has class id "
                          f"{float(ids[row])!r}, expected an integer in [0, {classes})")

@@ -91,3 +91,31 @@ def test_terminate_on_nan_in_a_real_fit(capsys):
     assert len(history.epoch) == 1  # no epoch starts after the bad batch
     with pytest.raises(RuntimeError, match="NaN or Inf loss encountered at batch 0"):
         nan_fit(TerminateOnNaN(raise_error=True))
+
+
+def float32_overflow_fit(K):
+    """MSE of predictions 1e20: 1e40 per sample, finite in float64, inf in float32. The
+    gradients are still finite, so the first step leaves finite weights; the second would
+    overflow them."""
+    inputs = K.Input((1,))
+    model = K.Model(inputs, K.layers.Dense(1)(inputs))
+    model.compile(optimizer=K.optimizers.SGD(learning_rate=0.01), loss="mse")
+    model.set_weights([np.full((1, 1), 1e10, np.float32), np.zeros(1, np.float32)])
+    losses = []
+    record = K.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: losses.append(logs["loss"]))
+    model.fit(np.full((32, 1), 1e10, np.float32), np.zeros((32, 1), np.float32),
+              batch_size=8, epochs=2, shuffle=False, verbose=0,
+              callbacks=[record, K.callbacks.TerminateOnNaN()])
+    return losses, model.get_weights()
+
+
+def test_terminate_on_nan_sees_a_loss_beyond_float32_as_keras(capsys):
+    keras = callback_drivers.keras_oracle.real_keras()
+    (losses, weights), (keras_losses, keras_weights) = (float32_overflow_fit(kk),
+                                                        float32_overflow_fit(keras))
+    assert losses == keras_losses == [np.inf]  # stopped after the first batch
+    assert capsys.readouterr().out.count("Batch 0: Invalid loss, terminating training") == 2
+    for got, expected in zip(weights, keras_weights, strict=True):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, expected, rtol=1e-6)

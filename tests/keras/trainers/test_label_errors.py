@@ -1,5 +1,6 @@
 """Labels that do not fit the loss stop fit / evaluate with an error naming the argument, the
-batch and the expected value, before that batch changes any weight."""
+batch and the expected value, before that batch changes any weight; class ids given as arrays
+are checked whole, before the first step."""
 
 import numpy as np
 import pytest
@@ -31,25 +32,43 @@ def assert_refused(model, x, y, pattern, **kwargs):
 
 
 @pytest.mark.parametrize("bad", [3, -1, 1.5])
-def test_out_of_range_or_fractional_class_id(bad):
+def test_a_bad_class_id_in_the_last_batch_stops_fit_before_the_first_step(bad):
+    """numpy labels are checked whole up front: no batch trains before the bad one is met."""
+    x, ids = data(64)
+    ids = ids.astype(np.float32)
+    ids[61] = bad  # in the last of 16 batches of 4
+    assert_refused(model_with("sparse_categorical_crossentropy"), x, ids,
+                   r"^fit: argument y for loss 'sparse_categorical_crossentropy' on output "
+                   rf"'out': sample 61 has class id {float(bad)!r}, expected an integer in "
+                   r"\[0, 3\)$", batch_size=4)
+
+
+def test_a_bad_validation_class_id_stops_fit_before_the_first_step():
+    x, ids = data()
+    bad = ids.copy()
+    bad[7] = 5
+    assert_refused(model_with("sparse_categorical_crossentropy"), x, ids,
+                   r"^fit \(validation data\): argument y for loss "
+                   r"'sparse_categorical_crossentropy' on output 'out': sample 7 has class id "
+                   r"5\.0, expected an integer in \[0, 3\)$", batch_size=4,
+                   validation_data=(x, bad.reshape(-1, 1)))
+
+
+def test_a_generator_is_checked_batch_by_batch():
+    """A generator's batches are only known as they come: the bad batch trains nothing, the
+    ones before it did (the weights are one step's)."""
     x, ids = data()
     ids = ids.astype(np.float32)
-    ids[5] = bad
+    ids[5] = 3
     model = model_with("sparse_categorical_crossentropy")
-    # batch 1 holds sample 5 (batch_size 4): batch 0 trains, batch 1 must not
-    model_first = model_with("sparse_categorical_crossentropy")
-    model_first.set_weights(model.get_weights())
-    assert_refused(model, x, ids, r"fit, epoch 1, batch 0: argument y for loss "
-                   r"'sparse_categorical_crossentropy' on output 'out': sample 5 of the batch "
-                   rf"has class id {float(bad)!r}, expected an integer in \[0, 3\)",
-                   batch_size=8)
-    with pytest.raises(ValueError, match=r"batch 1: .*sample 1 of the batch has class id"):
-        model_first.fit(x, ids, batch_size=4, verbose=0, shuffle=False)
-    # the first batch did train; the second changed nothing: the weights are one step's
     reference = model_with("sparse_categorical_crossentropy")
     reference.set_weights(model.get_weights())
+    with pytest.raises(ValueError, match=r"fit, epoch 1, batch 1: argument y for loss "
+                       r"'sparse_categorical_crossentropy' on output 'out': sample 1 of the "
+                       r"batch has class id 3\.0"):
+        model.fit(((x[i:i + 4], ids[i:i + 4]) for i in (0, 4)), verbose=0)
     reference.fit(x[:4], ids[:4], batch_size=4, verbose=0, shuffle=False)
-    for got, expected in zip(model_first.get_weights(), reference.get_weights()):
+    for got, expected in zip(model.get_weights(), reference.get_weights()):
         np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
 
 
@@ -76,12 +95,11 @@ def test_wrong_label_width_for_a_regression_loss():
                    r"match the output \(None, 2\), got \(8, 3\)")
 
 
-def test_evaluate_names_the_batch_too():
+def test_evaluate_checks_the_whole_of_y_first():
     x, ids = data()
     ids = ids.astype(np.float32)
     ids[6] = 7
-    with pytest.raises(ValueError,
-                       match=r"evaluate, batch 1: .*sample 2 of the batch has class id 7.0"):
+    with pytest.raises(ValueError, match=r"^evaluate: argument y .*: sample 6 has class id 7\.0"):
         model_with("sparse_categorical_crossentropy").evaluate(x, ids, batch_size=4, verbose=0)
 
 
