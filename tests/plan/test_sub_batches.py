@@ -81,6 +81,10 @@ def test_sub_batched_plans_train_and_predict_like_whole_batches(data_format, mon
     x, y = data(data_format)
     whole = small_model(data_format, dropout=False)
     whole_history = whole.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    assert whole._plan(True, 16).sub_batch == 0
+    whole_predictions = whole.predict(x, batch_size=16)
+    # (small_model's clear_session drops every model's plans: `whole` is not run again below,
+    # or its plans would be rebuilt with the smaller budget)
     # 12 x 12 x 16 floats per image: a budget of 4 images' worth cuts 16 into 4 sub-batches
     monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 12 * 12 * 16 * 4)
     monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
@@ -90,13 +94,12 @@ def test_sub_batched_plans_train_and_predict_like_whole_batches(data_format, mon
     assert sliced._plan(False, 16).sub_batch == 4
     # the first conv (2 channels x 3 x 3 per output) runs again before each backward
     assert sliced._plan(True, 16).describe().count("conv2d forward again for backward") == 4
-    assert whole._plan(True, 16).sub_batch == 0
     # the weight gradients are sums over sub-batches: equal up to rounding
     np.testing.assert_allclose(history.history["loss"], whole_history.history["loss"],
                                rtol=1e-5)
     for a, b in zip(sliced.get_weights(), whole.get_weights()):
         np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-6)
-    np.testing.assert_allclose(sliced.predict(x, batch_size=16), whole.predict(x, batch_size=16),
+    np.testing.assert_allclose(sliced.predict(x, batch_size=16), whole_predictions,
                                rtol=1e-4, atol=1e-6)
 
 
@@ -165,6 +168,7 @@ def test_sub_batch_gradients_kept_in_another_layout_add_up(monkeypatch):
     y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
     whole = build()
     whole.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    whole_predictions = whole.predict(x, batch_size=16)  # before build()'s clear_session
     monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 8 * 10 * 10 * 4)
     monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
     sliced = build()
@@ -207,6 +211,7 @@ def test_other_fronts_in_sub_batches_train_like_whole_batches(front, data_format
     x, y = data(data_format)
     whole = build()
     whole.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    whole_predictions = whole.predict(x, batch_size=16)  # before build()'s clear_session
     monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 1)  # as small as allowed: MIN_IMAGES
     monkeypatch.setattr(sub_batches, "MIN_IMAGES", 4)
     sliced = build()
@@ -221,5 +226,5 @@ def test_other_fronts_in_sub_batches_train_like_whole_batches(front, data_format
     assert sliced._plan(True, 16).sub_batch == 4
     for a, b in zip(sliced.get_weights(), whole.get_weights()):
         np.testing.assert_allclose(a, b, rtol=5e-4, atol=5e-6)
-    np.testing.assert_allclose(sliced.predict(x, batch_size=16), whole.predict(x, batch_size=16),
+    np.testing.assert_allclose(sliced.predict(x, batch_size=16), whole_predictions,
                                rtol=1e-4, atol=1e-6)
