@@ -108,7 +108,10 @@ class ParameterStore:
         # trainable first: the optimizer updates the arena's first `trainable_size` floats
         laid_out = sorted((p for p in self.parameters.values() if p.value is not None),
                           key=lambda p: not p.trainable)
-        order = [(p.name, p.trainable) for p in laid_out]
+        # The Parameter objects, not their names: a weight that left for another model's
+        # store and came back is a new Parameter under the same name, laid out outside the
+        # arena (the optimizer would update the arena's stale copy of it)
+        order = [(p, p.trainable) for p in laid_out]
         if self.values_arena is not None and order == self._packed_order:
             return
         offsets, total = [], 0

@@ -191,6 +191,7 @@ class Model(Trainer, Layer):
                 weight.move_to(self.store)
             self.store.stale = False
             self._plans = {}
+            self._trainable_flags = None  # adopted parameters carry another store's flags
         flags = {}
 
         def walk(layer, enclosing_trainable):
