@@ -45,6 +45,7 @@ class ParameterStore:
         self.stale = False        # parameters came or went since the last plan was built
         self._packed_order = None
         self._trainable_segments = ()
+        self._staging = {}  # name -> Keras-layout Memory that receive() reorders through
 
     def add(self, name, dims, user_tag, value, trainable=True):
         if name in self.parameters:
@@ -69,14 +70,47 @@ class ParameterStore:
     def release(self, name):
         """Remove `name` and return it as a new Parameter holding its current value (for
         another store to adopt); this store's plans are then stale."""
-        parameter = self.parameters[name]
-        value = self.get_value(name)
+        moved = self._detached_copy(name)
         del self.parameters[name]
+        self._staging.pop(name, None)
         self.stale = True
-        moved = Parameter(name, parameter.dims, parameter.user_tag,
-                          value.reshape(parameter.keras_shape), parameter.trainable)
-        moved.l1, moved.l2, moved.constraint = parameter.l1, parameter.l2, parameter.constraint
         return moved
+
+    def receive(self, name, source):
+        """Take the current value of `name` from `source`, another store (a weight shared by
+        two models goes to the store of the model that runs).
+
+        The first time, this store adopts it: `source` keeps a copy if one of its plans laid
+        it out, and releases it otherwise (a layer's own store, a model never run). Later
+        times only copy the value into this store's own copy, which stays where this store's
+        plans read it: alternating models costs a copy of the shared weights, not new plans.
+        """
+        theirs, own = source.parameters[name], self.parameters.get(name)
+        if own is None:
+            self.adopt(source.release(name) if theirs.value is None
+                       else source._detached_copy(name))
+        elif theirs.value is None or own.value is None or theirs.user_desc != own.user_desc:
+            self.set_value(name, source.get_value(name))
+        elif theirs.value.desc == own.value.desc:
+            np.copyto(own.value.as_array(), theirs.value.as_array())
+        else:
+            # each model's primitives chose a layout of their own (e.g. for another batch
+            # size): through the Keras layout, as oneDNN reorders between two blocked
+            # layouts about 10x slower than into and out of a plain one
+            staging = self._staging.get(name)
+            if staging is None:
+                staging = self._staging[name] = Memory(own.user_desc)
+            reorder_now(theirs.value, staging)
+            reorder_now(staging, own.value)
+
+    def _detached_copy(self, name):
+        """A new Parameter (not laid out) with `name`'s current value, flag and penalties."""
+        parameter = self.parameters[name]
+        copy = Parameter(name, parameter.dims, parameter.user_tag,
+                         self.get_value(name).reshape(parameter.keras_shape),
+                         parameter.trainable)
+        copy.l1, copy.l2, copy.constraint = parameter.l1, parameter.l2, parameter.constraint
+        return copy
 
     def adopt(self, parameter):
         if parameter.name in self.parameters:
@@ -108,7 +142,10 @@ class ParameterStore:
         # trainable first: the optimizer updates the arena's first `trainable_size` floats
         laid_out = sorted((p for p in self.parameters.values() if p.value is not None),
                           key=lambda p: not p.trainable)
-        order = [(p.name, p.trainable) for p in laid_out]
+        # The Parameter objects, not their names: a weight that left for another model's
+        # store and came back is a new Parameter under the same name, laid out outside the
+        # arena (the optimizer would update the arena's stale copy of it)
+        order = [(p, p.trainable) for p in laid_out]
         if self.values_arena is not None and order == self._packed_order:
             return
         offsets, total = [], 0

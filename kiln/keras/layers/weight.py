@@ -2,8 +2,9 @@
 
 A layer creates its weights in a store of its own; the model that trains it adopts them into
 the model's store, where a oneDNN primitive chooses each value's layout and one arena packs
-them all. A layer shared by two models moves to the store of the model that ran last (its
-value travels with it), so both always see the same weights.
+them all. A layer shared by two models goes to the store of the model that runs: its value is
+copied into that model's own copy (ParameterStore.receive), and `Weight.store` is the store
+that holds the current value, so every model and `numpy()` see the same weights.
 """
 
 import numpy as np
@@ -40,9 +41,9 @@ class Weight:
         self.store.set_value(self.path, value)
 
     def move_to(self, store):
-        """Make `store` hold this weight (with its current value)."""
+        """Make `store` hold this weight's current value."""
         if self.store is not store:
-            store.adopt(self.store.release(self.path))
+            store.receive(self.path, self.store)
             self.store = store
 
     def __array__(self, dtype=None, copy=None):

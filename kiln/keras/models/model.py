@@ -6,7 +6,8 @@ Three ways to make one, as in Keras 3:
     subclassed:  class Net(keras.Model) with layers made in __init__ and used in call(); traced
                  once on symbolic inputs the first time its input shape is known
 Every model owns one ParameterStore holding its layers' weights; plans are cached per
-(training?, batch size) and rebuilt when weights move or their trainable flags change. The
+(training?, batch size) and rebuilt when weights come or go or their trainable flags change
+(a weight shared with another model only has its value copied back in: the plans stay). The
 cache keeps the most recently used plans and its lock serializes building and running them
 (kiln/plan/plan_cache.py).
 """
@@ -191,9 +192,11 @@ class Model(Trainer, Layer):
         weights = self.weights
         if self.store.stale or any(w.store is not self.store for w in weights):
             for weight in weights:
-                weight.move_to(self.store)
+                weight.move_to(self.store)  # a copy of the value once this store has it
+        if self.store.stale:  # parameters came or went: new plans, flags set again
             self.store.stale = False
             self._plans = {}
+            self._trainable_flags = None  # adopted parameters carry another store's flags
         flags = {}
 
         def walk(layer, enclosing_trainable):

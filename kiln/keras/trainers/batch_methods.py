@@ -4,7 +4,8 @@
 classic scripts (cifar10_cnn) still call: they take the Keras 2 arguments (`workers`,
 `use_multiprocessing`, `max_queue_size`), build the data adapter with them and hand it to the
 Keras 3 method. `train_on_batch`, `test_on_batch` and `predict_on_batch` run one step on one
-batch; as in Keras 3, their metrics accumulate across calls until `reset_metrics()`.
+batch; as Keras 3 (3.15) does, each call starts its losses and metrics anew, so it reports
+that batch alone.
 """
 
 import warnings
@@ -108,20 +109,22 @@ class BatchMethods:
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):
-        """One training step on this batch; the loss (and metrics) so far, as Keras 3."""
+        """One training step on this batch; its loss (and metrics), as Keras 3."""
         if not self.compiled:
             raise RuntimeError("train_on_batch: call compile() first")
         xs, ys, weights = self._one_batch(x, y, sample_weight, class_weight, "train_on_batch")
         runner = self._batch_runner("fit", "train_on_batch")
+        runner.reset()
         runner.run(xs, ys, weights, None)
         return self._batch_results(runner, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
-        """Loss (and metrics) on this batch without training, accumulated as Keras 3."""
+        """Loss (and metrics) on this batch without training, as Keras 3."""
         if not self.compiled:
             raise RuntimeError("test_on_batch: call compile() first")
         xs, ys, weights = self._one_batch(x, y, sample_weight, None, "test_on_batch")
         runner = self._batch_runner("evaluate", "test_on_batch")
+        runner.reset()
         runner.run(xs, ys, weights, None)
         return self._batch_results(runner, return_dict)
 
