@@ -15,7 +15,7 @@ $(PY):
 
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e .
-	$(PY) -m kiln.runtime.warmup
+	$(PY) -m kiln.keras.warmup
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed

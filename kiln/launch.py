@@ -7,7 +7,7 @@ NUMBA_NUM_THREADS to cores per node divided by ranks per node (unless they are s
     mpiexec -n N [-ppn P] [-f hostfile] [-iface IF] python -m mpi4py train.py args...
 
 `python -m mpi4py` makes an uncaught exception in one rank abort the whole job at once. A rank
-killed by a signal is named by the rank watcher DataParallel starts (runtime/rank_watch.py),
+killed by a signal is named by the rank watcher DataParallel starts (distributed/rank_watch.py),
 not here: mpiexec's report of a killed rank names a PID that is not always the killed rank's,
 so translating it into a rank would sometimes blame the wrong one.
 """

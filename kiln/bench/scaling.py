@@ -33,9 +33,9 @@ LINK_LATENCY = 25e-6
 
 def worker(model_name, steps, warmup):
     from .. import keras
+    from ..distributed.collective import GradientBuckets
     from ..keras.callbacks import Callback
     from ..keras.distribution.data_parallel_loop import active_world
-    from ..runtime.collective import GradientBuckets
     from . import models
 
     keras.distribution.set_distribution(keras.distribution.DataParallel())

@@ -1,7 +1,7 @@
 """Weight constraints (`keras.constraints`): Keras 3 names, defaults and formulas.
 
 A constraint projects a weight after every optimizer update. kiln applies it in the step, in
-the weight's stored layout (runtime/regularization.py), from the description `spec()` gives;
+the weight's stored layout (plan/weight_penalties.py), from the description `spec()` gives;
 calling a constraint on an array projects it with numpy, as Keras does with its ops.
 """
 

@@ -2,7 +2,7 @@
 
 A regularizer is a penalty added to the loss: `l1 * sum(|x|) + l2 * sum(x ** 2)`. kiln does not
 evaluate it as a Python function each step: the engine reads its two coefficients and adds the
-penalty and its gradient in the step (runtime/regularization.py for weights,
+penalty and its gradient in the step (plan/weight_penalties.py for weights,
 ops/activity_regularization.py for layer outputs). Calling a regularizer on an array gives
 its value, as in Keras.
 

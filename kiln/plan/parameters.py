@@ -26,7 +26,7 @@ class Parameter:
         self.keras_shape = np.shape(value)
         # Keras' weight regularizer as coefficients of l1 * sum|w| + l2 * sum w^2, and its
         # constraint as ("non_neg",) or ("norm", min, max, rate, axes): see
-        # runtime/regularization.py
+        # plan/weight_penalties.py
         self.l1 = self.l2 = 0.0
         self.constraint = None
         self.user_tag = user_tag

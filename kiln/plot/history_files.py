@@ -52,7 +52,7 @@ def read_csv_history(path):
 def read_tensorboard_history(log_dir):
     """The `epoch_<name>` scalars of a TensorBoard callback's log directory as (epochs,
     history): `train/` gives `<name>`, `validation/` gives `val_<name>`, as Keras's logs."""
-    from ..keras.callbacks.summary_writer import import_tensorboard
+    from .tensorboard_package import import_tensorboard
 
     import_tensorboard("read_tensorboard_history")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator

@@ -47,7 +47,7 @@ def test_receive_copies_the_value_into_the_store_that_keeps_its_own_laid_out_cop
     expected = np.arange(12, dtype=np.float32)
     second.set_value("shared/kernel", expected)
     second.stale = False
-    for round_ in range(2):
+    for _ in range(2):
         first.receive("shared/kernel", second)
         np.testing.assert_array_equal(first.get_value("shared/kernel"), expected)
         first.values_arena[:first.trainable_size] += 1.0  # a step of the first model

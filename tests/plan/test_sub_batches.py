@@ -168,7 +168,6 @@ def test_sub_batch_gradients_kept_in_another_layout_add_up(monkeypatch):
     y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 32)]
     whole = build()
     whole.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
-    whole_predictions = whole.predict(x, batch_size=16)  # before build()'s clear_session
     monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 8 * 10 * 10 * 4)
     monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
     sliced = build()

@@ -10,36 +10,11 @@ because the reader (`EventAccumulator`) comes from it too: one dependency writes
 and it is the format's reference implementation.
 """
 
-import sys
 import time
-import types
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'kiln[tensorboard]'"
-
-
-def import_tensorboard(owner):
-    """Checks the `tensorboard` package is there, or raises an ImportError naming `owner` and
-    the extra to install."""
-    _without_tensorflow()
-    try:
-        from tensorboard.summary.writer.event_file_writer import EventFileWriter  # noqa: F401
-    except ImportError as error:
-        raise ImportError(f"{owner} needs the tensorboard package: {INSTALL_HINT}") from error
-
-
-def _without_tensorflow():
-    """Makes TensorBoard use its own file layer even where TensorFlow is installed.
-
-    TensorBoard's file I/O goes through `tensorboard.compat.tf`, which imports TensorFlow when
-    it can (seconds of start-up, and a dependency kiln must not have) and otherwise a built-in
-    stub. TensorBoard's own TensorFlow-free build chooses the stub by shipping a marker module
-    `tensorboard.compat.notf`; registering that marker does the same. A process that has
-    already imported TensorFlow keeps it.
-    """
-    if "tensorflow" not in sys.modules and "tensorboard.compat.notf" not in sys.modules:
-        sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
+from ...plot.tensorboard_package import import_tensorboard  # noqa: F401 (re-exported)
 
 
 class SummaryWriter:

@@ -22,8 +22,8 @@ import hashlib
 import numpy as np
 
 from ... import __version__
+from ...distributed.collective import GradientBuckets
 from ...ops.sync_batch_norm import SyncBatchNorm
-from ...runtime.collective import GradientBuckets
 from ...runtime.feeder import aligned_array
 from ..trainers.data_adapters import ArrayDataAdapter, DataAdapter
 from .distribution_lib import distribution

@@ -6,14 +6,14 @@ is the one line that makes an ordinary training script data-parallel under
 `mpiexec -n N python train.py` (or `kiln launch -n N train.py`): every rank of the MPI world
 holds a replica of the model, reads its own shard of every global batch, and the gradients
 are summed across ranks before each optimizer update (see data_parallel_loop.py and
-runtime/collective.py). Started without mpiexec, the same script runs as one process, with or
+distributed/collective.py). Started without mpiexec, the same script runs as one process, with or
 without mpi4py installed.
 
 Once data-parallel is on across several ranks, an uncaught exception on any rank prints the
 rank and the error and aborts the whole MPI job (MPI_Abort), so the other ranks do not hang
 in a collective the failed rank will never join.
 A rank killed by a signal cannot speak: a watcher process per node
-(runtime/rank_watch.py) names it by its rank.
+(distributed/rank_watch.py) names it by its rank.
 """
 
 import ctypes
@@ -21,7 +21,7 @@ import os
 import sys
 import traceback
 
-from ...runtime import collective, rank_watch
+from ...distributed import collective, rank_watch
 
 _state = {"distribution": None}
 

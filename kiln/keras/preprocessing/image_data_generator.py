@@ -5,7 +5,7 @@ keeps its arguments, its order of operations (affine transform, channel shift, f
 brightness, preprocessing_function, rescale, sample-wise then feature-wise normalization, ZCA)
 and its `fit` / `flow` / `flow_from_directory`. The difference is speed and reproducibility:
 each batch draws its parameters as vectors from a generator keyed by (seed, epoch, batch
-index), and `kiln.runtime.augmentation` transforms the whole batch in one GIL-free pass in the
+index), and `kiln.data.augmentation` transforms the whole batch in one GIL-free pass in the
 worker threads that fit uses to fetch batches, while the step runs.
 """
 
@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from ...runtime import augmentation as kernels
+from ...data import augmentation as kernels
 from . import image_files
 
 _EMPTY = np.empty(0, np.float32)

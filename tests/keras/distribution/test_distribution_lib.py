@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from kiln import keras
+from kiln.distributed import collective
 from kiln.keras.distribution import data_parallel_loop, distribution_lib
-from kiln.runtime import collective
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Compile and cache kiln's numba kernels ahead of the first fit().
 
-`python -m kiln.runtime.warmup` trains a tiny model for one step with each optimizer (and
+`python -m kiln.keras.warmup` trains a tiny model for one step with each optimizer (and
 with bf16 where the CPU has it), which compiles every kernel signature a plan uses into
 numba's on-disk cache. Without it, the very first fit() after an install spends about 2 s
 compiling; with it, fit() reaches its first step in well under a second. `make` runs it
@@ -14,8 +14,8 @@ import numpy as np
 
 
 def warm_up():
-    from ..keras import Sequential, mixed_precision, optimizers
-    from ..keras.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
+    from . import Sequential, mixed_precision, optimizers
+    from .layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
 
     rng = np.random.default_rng(0)
     x = rng.random((4, 6, 6, 1), dtype=np.float32)
@@ -55,8 +55,8 @@ def _warm_up_losses_and_metrics():
     """Every loss kernel (the element-wise kernel serves all element-wise losses: the loss is
     an argument), with the label dtypes users pass (float32 one-hot, int64 / int32 / uint8
     class ids), and the metric kernels (top-k, AUC / Precision / Recall)."""
-    from ..keras import Sequential, losses, metrics
-    from ..keras.layers import Dense
+    from . import Sequential, losses, metrics
+    from .layers import Dense
     rng = np.random.default_rng(0)
     x = rng.random((4, 5), dtype=np.float32)
     ids = np.array([0, 1, 2, 1])
@@ -81,7 +81,7 @@ def _warm_up_losses_and_metrics():
     for loss in ("mse", "cosine_similarity"):
         _fit(head("linear"), x, one_hot, loss, ["mae", "RootMeanSquaredError"])
 
-    from ..keras import ops
+    from . import ops
 
     def traced_loss(y_true, y_pred):  # a user's keras.ops loss: its reduction kernel
         return ops.mean(ops.square(y_pred - y_true), axis=-1)
@@ -93,8 +93,8 @@ def _warm_up_layers():
     """The numba kernels of layers outside the classic models: noise layers, the activations
     oneDNN lacks, activity regularization and weight penalties, the normalization layer's
     statistics, weight constraints, a residual add + relu, a Maximum merge."""
-    from ..keras import Input, Model, Sequential, constraints, regularizers
-    from ..keras.layers import (
+    from . import Input, Model, Sequential, constraints, regularizers
+    from .layers import (
         Activation,
         ActivityRegularization,
         Add,
@@ -141,7 +141,7 @@ def _warm_up_augmentation(model, x, y):
     """ImageDataGenerator's kernels (the affine path, the shift path, normalization) and the
     per-batch checks of batches from a generator or PyDataset: 10-25 s to compile, which would
     otherwise land in the first augmented epoch."""
-    from ..keras.preprocessing.image import ImageDataGenerator
+    from .preprocessing.image import ImageDataGenerator
     for settings in (dict(rotation_range=10, horizontal_flip=True, channel_shift_range=0.1),
                      dict(width_shift_range=0.1, height_shift_range=0.1, rescale=0.5,
                           samplewise_center=True, samplewise_std_normalization=True)):
@@ -156,7 +156,7 @@ def _warm_up_custom_layer():
     where (their zero gradients), a slice and a split (oneDNN reorders, no kernel); then a
     per-channel scale and bias read once, fused with the relu after it (ChannelAffine, or
     into the convolution before it)."""
-    from ..keras import Input, Model, layers, ops
+    from . import Input, Model, layers, ops
 
     class ScaleAndNormalize(layers.Layer):
         def build(self, input_shape):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kiln.keras.warmup import warm_up
 from kiln.ops import (
     activity_regularization,
     broadcast_kernels,
@@ -22,7 +23,6 @@ from kiln.ops import (
 from kiln.ops.losses import binary, categorical, cosine, elementwise, label_checks, metric_kernels
 from kiln.plan import traced_loss, weight_penalties
 from kiln.runtime import optimizers
-from kiln.runtime.warmup import warm_up
 
 
 def test_warm_up_compiles_the_plan_kernels():

@@ -1,4 +1,4 @@
-"""The rank watcher (runtime/rank_watch.py) on stand-in ranks, without MPI: it names the first
+"""The rank watcher (distributed/rank_watch.py) on stand-in ranks, without MPI: it names the first
 rank that dies without a word by its rank, pid, host and signal, says nothing when the ranks
 marked their ending (a normal exit, or kiln's abort after printing the error), and leaves as
 soon as its ranks are gone. (The 2-rank fault tests run it under mpiexec.)"""
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kiln.runtime import rank_watch
+from kiln.distributed import rank_watch
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfds are Linux-only")
 

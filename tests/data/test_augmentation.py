@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from kiln.runtime import augmentation as aug
+from kiln.data import augmentation as aug
 
 
 def keras2_matrix(h, w, theta=0, tx=0, ty=0, shear=0, zx=1, zy=1):
