@@ -15,7 +15,9 @@ scaled per output channel (Conv2DChannelAffine): the custom layer costs what Con
 and relu cost.
 
 A rewrite applies only where the producer's output has exactly one consumer and is not a
-model output: otherwise someone else still needs the unfused tensor.
+model output: otherwise someone else still needs the unfused tensor. rewrite.py finds those
+pairs and applies the rules; rules.py lists them in the order they are tried, with the plans
+each applies to (the functions here say only what they fold).
 """
 
 import copy
@@ -38,7 +40,6 @@ from ..ops.conv2d_channel_affine import Conv2DChannelAffine
 from ..ops.conv2d_residual import Conv2DResidual
 from ..ops.eltwise import known as known_activation
 from ..ops.eltwise import post_ops
-from .symbolic import Node
 
 
 def fold_activation(producer, consumer):
@@ -156,89 +157,3 @@ def fold_residual_add(producers, consumer, writable):
                 and writable[1 - position]):
             return Conv2DResidual(producer, consumer.activation), position
     return None
-
-
-RULES = (fold_activation, fold_relu, fold_pool_dropout, fold_channel_affine,
-         fold_conv_channel_affine)
-INFERENCE_RULES = (fold_batch_norm, fold_activation_for_inference, fold_residual_add)
-# rules over a consumer with several inputs; they run once the one-input rules are done, so
-# a batch norm is folded into its convolution and a relu into its add before
-MERGE_RULES = (fold_residual_add,)
-
-
-def fuse(graph, rules=RULES):
-    """A new Graph with every applicable pair folded (the traced graph is not modified)."""
-    nodes = list(graph.nodes)
-    outputs = {id(t) for t in graph.outputs}
-    single = [rule for rule in rules if rule not in MERGE_RULES]
-    merging = [rule for rule in rules if rule in MERGE_RULES]
-    while _fold_once(nodes, outputs, single) or _fold_merge_once(nodes, outputs, merging):
-        pass
-    return graph.with_nodes(nodes)
-
-
-def _absorbable(nodes, outputs):
-    """{tensor id: its producer node} for tensors read by exactly one node and not a model
-    output: the producers a rule may fold into their consumer."""
-    readers = {}
-    for node in nodes:
-        for tensor in node.inputs:
-            readers[id(tensor)] = readers.get(id(tensor), 0) + 1
-    return {id(node.output): node for node in nodes
-            if readers.get(id(node.output)) == 1 and id(node.output) not in outputs}
-
-
-def _fold_once(nodes, outputs, rules):
-    """Fold the first (producer, one-input consumer) pair a rule accepts; True if one was."""
-    producer_of = _absorbable(nodes, outputs)
-    for index, node in enumerate(nodes):
-        if len(node.inputs) != 1 or id(node.inputs[0]) not in producer_of:
-            continue
-        producer = producer_of[id(node.inputs[0])]
-        for rule in rules:
-            merged = rule(producer.op, node.op)
-            if merged is not None:
-                nodes[index] = Node(merged, producer.inputs, node.output)
-                nodes.remove(producer)
-                return True
-    return False
-
-
-# ops whose output is a buffer of their own (never a view of an input, as Flatten's or an
-# inference Dropout's is), so overwriting it changes no other tensor
-_OWN_OUTPUT = (Conv2D, Conv2DResidual)
-
-
-def _overwritable(tensor, index, nodes, outputs, absorbed):
-    """Whether node `index` may write over `tensor`: it has a buffer of its own, is no model
-    output, every other reader runs before node `index`, and `absorbed` (the producer the
-    fold moves to node `index`) does not read it."""
-    producer = next((node for node in nodes if node.output is tensor), None)
-    if (producer is None or not isinstance(producer.op, _OWN_OUTPUT)
-            or id(tensor) in outputs or any(t is tensor for t in absorbed.inputs)):
-        return False
-    return all(position < index for position, node in enumerate(nodes)
-               if any(t is tensor for t in node.inputs) and position != index)
-
-
-def _fold_merge_once(nodes, outputs, rules):
-    """Fold the first producer of a several-input consumer a rule accepts: the merged op
-    reads the producer's inputs, then the consumer's other inputs in order."""
-    producer_of = _absorbable(nodes, outputs)
-    for index, node in enumerate(nodes):
-        if len(node.inputs) != 2:
-            continue
-        producers = [producer_of.get(id(t)) for t in node.inputs]
-        ops = [None if p is None or len(p.inputs) != 1 else p.op for p in producers]
-        writable = [producers[1 - i] is not None and _overwritable(
-            t, index, nodes, outputs, producers[1 - i]) for i, t in enumerate(node.inputs)]
-        for rule in rules:
-            folded = rule(ops, node.op, writable)
-            if folded is not None:
-                merged, position = folded
-                producer = producers[position]
-                others = tuple(t for i, t in enumerate(node.inputs) if i != position)
-                nodes[index] = Node(merged, tuple(producer.inputs) + others, node.output)
-                nodes.remove(producer)
-                return True
-    return False

@@ -11,13 +11,19 @@ class Graph:
 
     Raises ValueError naming the tensor when an output depends on a tensor that is not one of
     the inputs, or when an input does not reach any output.
+
+    `fused_heads` ({output index: rewrite.FusedHead}) says which outputs a loss head reads
+    before the final activation it applies itself (the loss-head rules of rules.py): such
+    an output is then the activation's input, or a node whose activation was taken out.
+    None until the loss-head rules have run on the graph ({} when they fused nothing).
     """
 
-    def __init__(self, inputs, outputs, nodes=None):
+    def __init__(self, inputs, outputs, nodes=None, fused_heads=None):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.nodes = topological_nodes(self.inputs, self.outputs) if nodes is None else nodes
         self.consumers = consumers(self.nodes)
+        self.fused_heads = None if fused_heads is None else dict(fused_heads)
 
     @classmethod
     def chain(cls, ops, input_tensor):
@@ -30,7 +36,7 @@ class Graph:
 
     def with_nodes(self, nodes):
         """The same inputs and outputs computed by rewritten `nodes` (fusion)."""
-        return Graph(self.inputs, self.outputs, nodes)
+        return Graph(self.inputs, self.outputs, nodes, self.fused_heads)
 
     @property
     def ops(self):

@@ -1,27 +1,23 @@
-"""The loss part of a step plan: which node each loss head reads, and the head calls.
+"""The loss part of a step plan: which tensor each loss head reads, and the head calls.
 
-A cross-entropy head applies the model's final softmax / sigmoid itself when it can (the
-activation's output is read by no one but the loss): an `Activation` node (or a `Softmax` over
-the last axis of a (batch, classes) output) is then skipped and
-the head reads its input; an activation fused into a Dense is taken out of that Dense for the
-plan (same weights, no eltwise post-op). Whatever layer precedes the activation, the head
-gets logits and computes p - y directly.
+A cross-entropy head applies the model's final softmax / sigmoid itself when it can: the graph
+rewrite that decides it is a loss-head rule (graph/loss_head_rules.py), applied with the other
+rules before planning. Here the plan only reads the rewritten graph: output i is what head i
+reads, and `graph.fused_heads` says which heads apply the activation (they get logits and
+compute p - y directly).
 
 Each output with a loss gets its own labels and sample-weight arrays, filled by the trainer
 before each step; the head kernels write their stats, and metric planners add their kernels
 after them, reading the same buffers.
 """
 
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
-from ..ops import Activation, Dense
 from ..ops.losses.head import keras_order_tag
-from ..ops.softmax import Softmax
 
 
 @dataclass
@@ -51,8 +47,22 @@ class HeadView:
     ones: np.ndarray = field(default=None)
     logits_tensor: object = None
     fused: bool = False
-    skip: object = None       # the graph node the head replaces (a final Activation)
-    replace: tuple = None     # (node, op without its activation) for an activation in a Dense
+    rewrite: object = None    # the graph's FusedHead for this output (None: not fused)
+
+    @property
+    def skip(self):
+        """The node the head took over and reads the input of (a final Activation), or None."""
+        rewrite = self.rewrite
+        return rewrite.taken if rewrite is not None and rewrite.node is None else None
+
+    @property
+    def replace(self):
+        """(node, op planned in its place without its activation) for an activation taken
+        out of a Dense, or None."""
+        rewrite = self.rewrite
+        if rewrite is None or rewrite.node is None:
+            return None
+        return rewrite.taken, rewrite.node.op
 
     @property
     def label_rows(self):
@@ -64,31 +74,17 @@ class HeadView:
 
 
 def resolve(graph, losses, batch_size):
-    """HeadViews for `losses` (OutputLoss list): where each head reads and what it fuses."""
+    """HeadViews for `losses` (OutputLoss list): the tensor each head reads (the rewritten
+    graph's output) and whether the head applies the final activation itself."""
     views = []
-    # the nodes of this graph (after fusion), not the traced ones a tensor remembers
-    producers = {id(node.output): node for node in graph.nodes}
     for loss in losses:
         tensor = graph.outputs[loss.output]
-        node = producers.get(id(tensor))
-        readers = graph.consumers.get(id(tensor), [])
-        shared = readers or sum(t is tensor for t in graph.outputs) > 1
         head = loss.head
         labels = np.zeros((batch_size, *head.label_shape(tensor.shape[1:])), np.float32)
-        view = HeadView(loss, labels, np.ones(batch_size, np.float32),
-                        ones=np.ones(batch_size, np.float32), logits_tensor=tensor)
-        if node is not None and not shared:
-            op = node.op
-            if isinstance(op, Activation) and head.can_fuse(op.activation) or (
-                    isinstance(op, Softmax) and op.kind == "softmax"
-                    and len(tensor.dims) == 2 and op.axis in (-1, 1)
-                    and head.can_fuse("softmax")):
-                view.skip, view.logits_tensor, view.fused = node, node.inputs[0], True
-            elif isinstance(op, Dense) and head.can_fuse(op.activation):
-                bare = copy.copy(op)
-                bare.activation = None
-                view.replace, view.fused = (node, bare), True
-        views.append(view)
+        rewrite = (graph.fused_heads or {}).get(loss.output)
+        views.append(HeadView(loss, labels, np.ones(batch_size, np.float32),
+                              ones=np.ones(batch_size, np.float32), logits_tensor=tensor,
+                              fused=rewrite is not None, rewrite=rewrite))
     return views
 
 

@@ -24,6 +24,7 @@ from ..binding import constants as dnnl
 from ..binding.engine import wait
 from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
+from ..graph.rules import fuse_heads
 from ..runtime.interrupts import interrupts_deferred
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
@@ -56,7 +57,8 @@ def trainable_parameters(op, dims, parameters):
 
 class StepPlan:
     """Args:
-        graph: the model's Graph after fusion (kiln.graph.topology.Graph).
+        graph: the model's Graph after fusion (kiln.graph.topology.Graph; with `losses`,
+            after the loss-head rules too, for the heads that apply the final activation).
         batch_size: samples per step.
         parameters: the model's ParameterStore.
         loss_head: shorthand for `losses=[OutputLoss(loss_head)]` (a model with one output).
@@ -80,23 +82,27 @@ class StepPlan:
     def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
                  data_type=dnnl.f32, sub_batch=None, losses=None, metrics=()):
         start = time.perf_counter()
-        self.graph = graph
         if loss_head is not None:
             losses = [OutputLoss(loss_head)]
         self.losses = list(losses or ())
+        if self.losses and graph.fused_heads is None:
+            # a graph no one rewrote for these losses (a model does, with its rules): the
+            # table's loss-head rules decide which heads apply the final activation
+            graph = fuse_heads(graph, {loss.output: loss.head for loss in self.losses})
+        self.graph = graph
         self.training = bool(self.losses) and optimizer is not None
         self.evaluating = bool(self.losses) and optimizer is None
         self.heads = resolve(graph, self.losses, batch_size) if self.losses else []
-        self._skipped = {id(view.skip) for view in self.heads if view.skip is not None}
-        self._replaced = {id(view.replace[0]): view.replace[1]
-                          for view in self.heads if view.replace is not None}
+        # nodes whose op a loss head changed (graph.fused_heads): they end the sliced front
+        self._head_nodes = {id(fused.node) for fused in (graph.fused_heads or {}).values()
+                            if fused.node is not None}
         self.metrics = list(metrics)
         first = graph.inputs[0]
         dims = (batch_size, *first.dims[1:])
         itemsize = 2 if data_type == dnnl.bf16 else 4
         chain = []
         for node in sub_batches.front_chain(graph):  # a node the heads change ends the sliced front
-            if id(node) in self._skipped or id(node) in self._replaced:
+            if id(node) in self._head_nodes:
                 break
             chain.append(node)
         sliced, images = sub_batches.choose([node.op for node in chain], dims, itemsize)
@@ -152,9 +158,9 @@ class StepPlan:
         for key, value in values.items():  # the inputs, a sub-batched front's output
             value.consumers = consumers.get(key, 0)
         for node in graph.nodes:
-            if id(node) in planned or id(node) in self._skipped:
+            if id(node) in planned:
                 continue
-            op = self._replaced.get(id(node), node.op)
+            op = node.op
             xs = [values[id(t)] for t in node.inputs]
             needs = [requires_grad[id(t)] for t in node.inputs]
             many = op.arity is None

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from kiln import keras
-from kiln.graph.fusion import fold_activation, fold_pool_dropout, fuse
+from kiln.graph.rewrite import fuse
+from kiln.graph.rules import RULES, named
 from kiln.graph.symbolic import SymbolicTensor
 from kiln.graph.topology import Graph
 from kiln.keras.layers import Activation, Conv2D, Dense, Flatten, MaxPooling2D
@@ -16,7 +17,7 @@ from kiln.ops import Dense as DenseOp
 def fused_chain(ops, dims=(None, 3, 16, 16), rules=None):
     """The ops of a linear graph over `ops` after fusion."""
     graph = Graph.chain(ops, SymbolicTensor(dims))
-    return fuse(graph).ops if rules is None else fuse(graph, rules).ops
+    return fuse(graph, RULES if rules is None else rules).ops
 
 
 def test_fold_rules():
@@ -24,7 +25,7 @@ def test_fold_rules():
     ops = [Conv2DOp("c", 4, (3, 3)), ActivationOp("a", "relu"),
            Conv2DOp("c2", 4, (3, 3), activation="relu"), ActivationOp("a2", "tanh"),
            FlattenOp("f"), DenseOp("d", 3), ActivationOp("s", "softmax")]
-    fused = [op for op in fused_chain(ops, rules=(fold_activation,))
+    fused = [op for op in fused_chain(ops, rules=named("activation into conv/dense"))
              if not isinstance(op, FlattenOp)]
     assert [type(op).__name__ for op in fused] == ["Conv2D", "Conv2D", "Activation", "Dense",
                                                    "Activation"]
@@ -72,7 +73,7 @@ def test_pool_then_dropout_rules():
         return Pooling2D("p", mode, size, strides, padding)
 
     def kinds(ops):
-        return [type(op).__name__ for op in fused_chain(ops, rules=(fold_pool_dropout,))]
+        return [type(op).__name__ for op in fused_chain(ops, rules=named("max pool + dropout"))]
 
     conv = Conv2DOp("c", 4, (3, 3), activation="relu")
     fused = fused_chain([conv, pool(), DropoutOp("d", 0.25, seed=1)])

@@ -5,26 +5,25 @@ import numpy as np
 import pytest
 
 from kiln import keras
-from kiln.graph import fusion
+from kiln.graph import rules as graph_rules
+from kiln.graph.rewrite import fuse
 from kiln.keras import layers
-from kiln.keras.models import model as model_module
 from kiln.ops.conv2d_residual import Conv2DResidual
 
 
 def inference_ops(model):
-    return fusion.fuse(model.graph, model._plan_rules + fusion.INFERENCE_RULES).ops
+    return fuse(model.graph, model._plan_rules, "inference").ops
 
 
 def predictions(model, x, residual_fusion):
-    rules = fusion.INFERENCE_RULES if residual_fusion else tuple(
-        rule for rule in fusion.INFERENCE_RULES if rule is not fusion.fold_residual_add)
-    original = model_module.INFERENCE_RULES
-    model_module.INFERENCE_RULES = rules
+    original = model._plan_rules
+    if not residual_fusion:
+        model._plan_rules = graph_rules.without("residual add into conv", rules=original)
     model._plans = {}
     try:
         result = model.predict(x, batch_size=8)
     finally:
-        model_module.INFERENCE_RULES = original
+        model._plan_rules = original
         model._plans = {}
     return result if isinstance(result, list) else [result]
 
@@ -91,5 +90,5 @@ def test_the_block_folds_batch_norm_add_and_relu_into_one_convolution():
     assert [type(op).__name__ for op in ops] == ["Conv2D", "Conv2D", "Conv2DResidual"]
     assert ops[2].activation == "relu" and ops[2].conv.channel_affine is not None
     # training keeps the add: its backward hands the gradient to both branches
-    assert "Add" in [type(op).__name__ for op in fusion.fuse(model.graph, model._plan_rules).ops]
+    assert "Add" in [type(op).__name__ for op in fuse(model.graph, model._plan_rules).ops]
 

@@ -122,13 +122,14 @@ def test_activation_functions_compute_keras_values():
 def test_activations_without_an_output_backward_fuse_in_inference_only():
     """gelu's derivative needs its input, which a fused conv does not keep: training plans run
     it as its own op, inference plans as a post-op of the convolution."""
-    from kiln.graph.fusion import INFERENCE_RULES, RULES, fuse
+    from kiln.graph.rewrite import fuse
+    from kiln.graph.rules import RULES
     from kiln.ops import Activation
 
     kk.backend.clear_session()
     model = conv_model("gelu", CL)(kk)
-    training_ops = fuse(model.graph, RULES).ops
-    inference_ops = fuse(model.graph, RULES + INFERENCE_RULES).ops
+    training_ops = fuse(model.graph, RULES, "training").ops
+    inference_ops = fuse(model.graph, RULES, "inference").ops
     def activations(ops):  # the Dense head's softmax stays an op of its own
         return [op.activation for op in ops if isinstance(op, Activation)]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kiln import keras
-from kiln.graph import fusion
+from kiln.graph import rules
 from kiln.keras import layers, ops
 from kiln.plan import sub_batches
 
@@ -57,9 +57,8 @@ def compiled(make, fold):
     model = make()
     model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.Adam(0.01))
     if not fold:
-        model._plan_rules = tuple(r for r in model._plan_rules
-                                  if r not in (fusion.fold_conv_channel_affine,
-                                               fusion.fold_channel_affine))
+        model._plan_rules = rules.without("channel affine into conv", "channel affine",
+                                          rules=model._plan_rules)
     return model
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from kiln import keras
-from kiln.graph.fusion import fold_activation
+from kiln.graph import rules
 from kiln.keras.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
 from kiln.ops.dropout import CHUNK, dropout_forward_kernel, keep_scratch, keep_threshold
 from kiln.ops.max_pool_dropout import (
@@ -105,7 +105,7 @@ def model(data_format, filters, size, fused):
     net.build()
     if not fused:
         # plan it without the pooling + dropout rule
-        net._plan_rules = (fold_activation,)
+        net._plan_rules = rules.without("max pool + dropout")
     return net
 
 

@@ -123,7 +123,7 @@ def test_each_sub_batch_draws_its_own_dropout_mask(monkeypatch):
 def test_fused_pooling_in_sub_batches_trains_like_separate_ops(data_format, monkeypatch):
     """The fused pool + dropout reads its input from a buffer all sub-batches share; the
     separate ops keep one slice per sub-batch. Same masks, so the same training."""
-    from kiln.graph.fusion import fold_activation
+    from kiln.graph import rules
     from kiln.ops import MaxPoolDropout
 
     monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 12 * 12 * 16 * 4)
@@ -134,7 +134,7 @@ def test_fused_pooling_in_sub_batches_trains_like_separate_ops(data_format, monk
         model = small_model(data_format, dropout=True)
         model.build()
         if not fused:
-            model._plan_rules = (fold_activation,)
+            model._plan_rules = rules.without("max pool + dropout")
         assert any(isinstance(op, MaxPoolDropout) for op in model.ops) == fused
         models.append(model)
     models[1].set_weights(models[0].get_weights())

@@ -17,7 +17,8 @@ import os
 import numpy as np
 
 from ...binding import constants as dnnl
-from ...graph.fusion import INFERENCE_RULES, RULES, fuse
+from ...graph.rewrite import fuse
+from ...graph.rules import RULES
 from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...plan.parameters import ParameterStore
@@ -53,7 +54,8 @@ class Model(Trainer, Layer):
         self._plans = {}
         self._trainable_flags = None
         self._layers = None
-        self._plan_rules = RULES  # the graph rewrites plans apply (tests compare without some)
+        # the graph rewrites plans apply (graph/rules.py; tests compare without some)
+        self._plan_rules = RULES
         if inputs is not None or outputs is not None:
             if inputs is None or outputs is None:
                 raise ValueError(f"{self.context}: give both inputs= and outputs=")
@@ -123,7 +125,7 @@ class Model(Trainer, Layer):
     def ops(self):
         """The engine ops of the plan, after fusion (for tests and diagnostics)."""
         self._require_graph()
-        return fuse(self.graph, self._plan_rules).ops
+        return fuse(self.graph, self._plan_rules, "training").ops
 
     def _require_graph(self):
         self._build_if_possible()
@@ -243,15 +245,17 @@ class Model(Trainer, Layer):
         plan = self._plans.get(key)
         if plan is None:
             data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
-            rules = self._plan_rules if training else self._plan_rules + INFERENCE_RULES
-            graph = fuse(self.graph, rules)
+            kind = "training" if training else "inference"  # evaluation: inference forward
             if training or evaluate:
+                losses = self._compile_loss.output_losses()
+                graph = fuse(self.graph, self._plan_rules, kind,
+                             heads={loss.output: loss.head for loss in losses})
                 plan = StepPlan(graph, batch_size, self.store,
                                 optimizer=self.optimizer.make_updater() if training else None,
-                                data_type=data_type,
-                                losses=self._compile_loss.output_losses(),
+                                data_type=data_type, losses=losses,
                                 metrics=[self._compile_metrics.planner()])
             else:
+                graph = fuse(self.graph, self._plan_rules, kind)
                 plan = StepPlan(graph, batch_size, self.store, data_type=data_type)
             self._plans[key] = plan
         return plan
