@@ -250,7 +250,7 @@ class Model(Trainer, Layer):
                                 optimizer=self.optimizer.make_updater() if training else None,
                                 data_type=data_type,
                                 losses=self._compile_loss.output_losses(),
-                                metrics=[self._compile_metrics.planner()])
+                                metrics=self._compile_metrics.planners())
             else:
                 plan = StepPlan(graph, batch_size, self.store, data_type=data_type)
             self._plans[key] = plan
