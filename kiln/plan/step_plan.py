@@ -14,6 +14,10 @@ overlap share bytes (see liveness.py).
 
 Everything is allocated while the plan is built; `train_step()` / `predict_step()` only run
 the list. `data_format` changes nothing but the descriptors of the input and output edges.
+
+The list is `entries` (step_list.py): every call with its label, phase and owner, then a
+training plan's update phase. The plain step runs their bound callables from one prebuilt
+tuple; a timed step (timed_step.py) and kiln.profiler go through the same entries.
 """
 
 import time
@@ -22,18 +26,17 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.engine import wait
-from ..binding.library import lib
 from ..binding.memory import Memory, MemoryDesc
 from ..graph.rules import fuse_heads
 from ..runtime.interrupts import interrupts_deferred
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
-from .builder import KernelCall, PlanBuilder
-from .gradients import GradientMap
-from .liveness import kernel_arrays
+from .builder import PlanBuilder
 from .loss_plan import OutputLoss, plan_heads, resolve
+from .plan_inputs import kernels_read_inputs, use_input
+from .step_list import CallOwners, OwnedGradients, call_entries, update_entries
 from .sub_batches import SubBatchUnsupported
-from .timed_step import step_labels, timed_step
+from .timed_step import median_seconds, timed_step
 from .weight_penalties import WeightConstraints, WeightPenalties
 
 # Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
@@ -75,9 +78,13 @@ class StepPlan:
     `gradient_reducer`, when set, is called between backward and the optimizer update, with
     the step's gradients in `parameters.grads_arena` (data-parallel training sums them across
     processes there, see runtime/collective.py).
+
+    `weighted`: whether a head's sample weights hold other values than ones (see
+    set_sample_weights).
     """
 
-    gradient_reducer = None
+    _reducer = None
+    weighted = False
 
     def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
                  data_type=dnnl.f32, sub_batch=None, losses=None, metrics=()):
@@ -129,6 +136,8 @@ class StepPlan:
         self.penalties = []
         builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
         self.builder = builder
+        owners = CallOwners(builder)  # which layer, loss or metric planned each call
+        self._parameter_owners = {}   # parameter name -> the layer that reads it
         self._input_slices = []
         values, requires_grad = {}, {}
         self.input_memories, self.input_arrays = [], []
@@ -145,11 +154,12 @@ class StepPlan:
         if sliced:
             front = chain[:sliced]
             whole, backward, learns = self._plan_sub_batches(
-                builder, [node.op for node in front], values[id(graph.inputs[0])],
+                builder, owners, [node.op for node in front], values[id(graph.inputs[0])],
                 batch_size // images)
             values[id(front[-1].output)] = whole
             requires_grad[id(front[-1].output)] = learns
-            backwards.append((front[-1].output, [graph.inputs[0]], backward, 1))
+            # (its backward claims its calls op by op)
+            backwards.append((front[-1].output, [graph.inputs[0]], backward, 1, None))
             planned = {id(node) for node in front}
         # readers of each tensor: the graph's ops and the model's outputs (their losses)
         consumers = {}
@@ -164,39 +174,46 @@ class StepPlan:
             xs = [values[id(t)] for t in node.inputs]
             needs = [requires_grad[id(t)] for t in node.inputs]
             many = op.arity is None
-            output, backward = op.forward(builder, xs if many else xs[0],
-                                          needs if many else needs[0])
+            with owners.claim(op.name, "forward"):
+                output, backward = op.forward(builder, xs if many else xs[0],
+                                              needs if many else needs[0])
             output.consumers = consumers.get(id(node.output), 0)
             values[id(node.output)] = output
-            learns = trainable_parameters(op, [x.dims for x in xs] if many else xs[0].dims,
-                                          parameters)
-            requires_grad[id(node.output)] = any(needs) or learns
-            backwards.append((node.output, node.inputs, backward, 0 if many else 1))
+            dims = [x.dims for x in xs] if many else xs[0].dims
+            self._own_parameters(op, dims)
+            requires_grad[id(node.output)] = any(needs) or trainable_parameters(
+                op, dims, parameters)
+            backwards.append((node.output, node.inputs, backward, 0 if many else 1, op.name))
 
         if self.losses:
-            self._plan_losses(builder, values)
+            self._plan_losses(builder, owners, values)
         if self.training:
-            grads = GradientMap(builder, requires_grad)
+            grads = OwnedGradients(builder, requires_grad, owners)
             for tensor, grad in self._head_grads:
                 grads.deliver([tensor], [grad])
-            for output, inputs, backward, arity in reversed(backwards):
+            for output, inputs, backward, arity, owner in reversed(backwards):
                 grad = grads.take(output)
                 if grad is None:
                     continue
-                result = backward(grad)
+                if owner is None:
+                    result = backward(grad)
+                else:
+                    with owners.claim(owner, "backward"):
+                        result = backward(grad)
                 grads.deliver(inputs, [result] if arity == 1 else result)
-            builder.add_pending_sums()
+            builder.add_pending_sums()  # owned by the layer whose gradient each one writes
         elif not self.losses:
             self.output_arrays = []
             for tensor in graph.outputs:
                 value = values[id(tensor)]
                 desc = plain_desc(value.dims, value.data_format, flattened=value.flattened)
-                # A view of the plan's buffer, valid until the next step (predict() copies it).
+                # A view of the plan's buffer, valid until the next step (predict() copies it);
+                # the reorder is no layer's (its entry's owner is None)
                 output = builder.keep(builder.reorder(value.memory, desc, "output"))
                 self.output_arrays.append(output.as_array().reshape(value.keras_shape))
             self.outputs = self.output_arrays[0]
         builder.finish()
-        self._copy_inputs = self._kernels_read_inputs(builder)
+        self._copy_inputs = kernels_read_inputs(self, builder)
         self.planned_bytes = dict(builder.planned_bytes)
         parameters.pack()
         # Keras adds the weights' l1 / l2 penalties and the activity penalties to the loss
@@ -208,14 +225,58 @@ class StepPlan:
         self._constraints = WeightConstraints(parameters, CONSTRAINT_EPSILON) \
             if self.training else None
         self.calls = builder.forward_calls + builder.backward_calls
-        self._runs = [call.run for call in self.calls]
+        self._call_entries = tuple(call_entries(owners, self._parameter_owners, parameters))
+        self._arrange()
 
-    def _plan_losses(self, builder, values):
+    def _own_parameters(self, op, dims):
+        """Remember which layer reads each of `op`'s parameters: the sums of a parameter's
+        gradient parts, planned after every layer's backward, are that layer's."""
+        for name in op.parameter_names(dims):
+            self._parameter_owners.setdefault(name, op.name)
+
+    def _arrange(self):
+        """`entries`: the calls, then the update phase; `_runs`: their callables, the tuple
+        the plain step iterates. Again whenever the gradient reducer changes."""
+        self.entries = self._call_entries + tuple(update_entries(self))
+        self._runs = tuple(entry.run for entry in self.entries)
+
+    @property
+    def gradient_reducer(self):
+        return self._reducer
+
+    @gradient_reducer.setter
+    def gradient_reducer(self, reducer):
+        # the trainer sets it before every batch: the list changes only when it does
+        if reducer is not self._reducer:
+            self._reducer = reducer
+            if hasattr(self, "_call_entries"):
+                self._arrange()
+
+    def set_sample_weights(self, weights=None):
+        """Fill each head's sample weights from `weights` (one array per head, in `heads`'
+        order, already checked), or with ones when None (only written when a batch before
+        had weights)."""
+        if weights is None:
+            if self.weighted:
+                for view in self.heads:
+                    view.weights[...] = 1.0
+                self.weighted = False
+            return
+        for view, array in zip(self.heads, weights, strict=True):
+            view.weights[...] = array
+        self.weighted = True
+
+    def _plan_losses(self, builder, owners, values):
         """The loss heads and metric kernels after the forward (see loss_plan.py)."""
-        self._head_grads = plan_heads(builder, self.heads, values, self.training)
+        self._head_grads = []
+        for view in self.heads:
+            with owners.claim(view.loss.head.name, "loss"):
+                self._head_grads.extend(plan_heads(builder, [view], values, self.training))
         self.metric_updates = []  # after-step updates of metrics without a kernel
         for metric in self.metrics:
-            self.metric_updates.extend(metric(builder, self.heads) or ())
+            # a metric planner may name itself; one planning several metrics is "metrics"
+            with owners.claim(getattr(metric, "name", "metrics"), "metric"):
+                self.metric_updates.extend(metric(builder, self.heads) or ())
         self.label_arrays = [view.labels for view in self.heads]
         self.weight_arrays = [view.weights for view in self.heads]
         self.output_arrays = [view.outputs for view in self.heads]
@@ -238,7 +299,7 @@ class StepPlan:
         stats[1] = self._head_stats[0][1] / len(self.labels)
         return stats
 
-    def _plan_sub_batches(self, builder, ops, tensor, count):
+    def _plan_sub_batches(self, builder, owners, ops, tensor, count):
         """Plan `ops` once per sub-batch; returns the whole-batch output tensor, one backward
         for all the sub-batches, and whether the ops have parameters."""
         chains, replays = [], []
@@ -258,8 +319,10 @@ class StepPlan:
                         # recomputed output is made again before backward reads it)
                         builder.transient(part.memory)
                     has_parameters = trainable_parameters(op, part.dims, builder.parameters)
+                    self._own_parameters(op, part.dims)
                     first_call = len(builder.forward_calls)
-                    part, backward = op.forward(builder, part, need_input_grad=seen)
+                    with owners.claim(op.name, "forward"):
+                        part, backward = op.forward(builder, part, need_input_grad=seen)
                     if position == 0 and recompute:  # (values derived from weights stay)
                         replays.append([call.relabeled(f"{call.label} again for backward")
                                         for call in builder.forward_calls[first_call:]
@@ -273,71 +336,26 @@ class StepPlan:
         def backward(output_grad):
             for index, chain in enumerate(chains):
                 with builder.sub_batch("backward", index, count):
-                    for call in replays[index] if replays else ():
-                        builder.add_backward(call)
+                    with owners.claim(ops[0].name, "backward"):
+                        for call in replays[index] if replays else ():
+                            builder.add_backward(call)
                     grad = builder.batch_slice(output_grad, index, count)
-                    for step in reversed(chain):
-                        grad = step(grad)
+                    for op, step in zip(reversed(ops[:len(chain)]), reversed(chain),
+                                        strict=True):
+                        with owners.claim(op.name, "backward"):
+                            grad = step(grad)
                         if grad is None:
                             break
-            builder.add_sub_batch_sums()
+            builder.add_sub_batch_sums()  # owned by the layer whose gradient each one writes
             return None  # the sliced ops start at the input: nothing before them learns
 
         return whole, backward, seen
 
-    def _kernels_read_inputs(self, builder):
-        """Whether a call reads an input buffer through something use_input() cannot re-point:
-        an array a numba kernel captured when it was planned (a dropout or a max merge right
-        on a model input), or another Memory over the input's bytes (a view with other dims,
-        as Conv1D's 4D view of its 3D input). The plan must then keep reading its own input
-        buffers, which use_input() fills by copying instead of re-pointing them."""
-        starts = [(m.storage.ctypes.data, m.storage.ctypes.data + m.storage.nbytes)
-                  for m in self.input_memories]
-        followed = {id(m) for m in self.input_memories} | {
-            id(part) for _, part in self._input_slices}  # re-pointed by use_input()
-
-        def inside(address):
-            return any(start <= address < end for start, end in starts)
-
-        for call in builder.forward_calls + builder.backward_calls:
-            if isinstance(call, KernelCall) and any(
-                    inside(array.ctypes.data) for array in kernel_arrays(call.arguments)):
-                return True
-            memories = getattr(call, "args", None) or {}
-            if any(isinstance(m, Memory) and id(m) not in followed
-                   and inside(m.storage.ctypes.data) for m in memories.values()):
-                return True
-        return False
-
     def use_input(self, x, y=None):
         """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
         of the plan's input shape, or a list of them for several inputs) without copying it;
-        copy the small labels `y`."""
-        arrays = list(x) if isinstance(x, (list, tuple)) else [x]
-        if len(arrays) != len(self.input_arrays):
-            raise ValueError(f"plan expects {len(self.input_arrays)} inputs, got {len(arrays)}")
-        if self._copy_inputs:
-            for own, array in zip(self.input_arrays, arrays, strict=True):
-                own[...] = array
-            if y is not None:
-                self.labels[...] = y
-            return
-        for position, (array, memory, current) in enumerate(
-                zip(arrays, self.input_memories, self.input_arrays, strict=True)):
-            if (array.shape != current.shape or array.dtype != np.float32
-                    or array.ctypes.data % 64):
-                raise ValueError(f"plan input {position} must be an aligned float32 array of "
-                                 f"shape {current.shape}, got {array.dtype} {array.shape}")
-            lib.dnnl_memory_set_data_handle(memory.handle, array.ctypes.data)
-            memory.storage = array.reshape(-1).view(np.uint8)
-            self.input_arrays[position] = array
-        for index, part in self._input_slices:
-            offset = index * part.desc.size
-            lib.dnnl_memory_set_data_handle(part.handle, arrays[0].ctypes.data + offset)
-            part.storage = self.input_memory.storage[offset:offset + part.desc.size]
-        self.inputs = self.input_arrays[0]
-        if y is not None:
-            self.labels[...] = y
+        copy the small labels `y` (see plan_inputs.py)."""
+        use_input(self, x, y)
 
     def train_step(self):
         """Run forward, loss, backward and the update on `self.inputs` / `self.labels`.
@@ -347,20 +365,26 @@ class StepPlan:
         with interrupts_deferred():  # a torn step: weights and iterations out of step
             for run in self._runs:
                 run()
-            if self.gradient_reducer is not None:  # data-parallel: the ranks' gradients
-                self.gradient_reducer()
-            self._penalty = self._penalties.apply() if self._penalties else 0.0
-            self._update()
-            if self._constraints:
-                self._constraints.apply()
             return self._total_loss()
 
+    def timed_train_step(self, clock=time.perf_counter_ns):
+        """train_step with `clock` read around every entry: (stats, [(start, end)] per entry
+        of `entries`), the weights updated exactly as train_step updates them."""
+        with interrupts_deferred():
+            times = timed_step(self, clock)
+            return self._total_loss(), times
+
     def evaluate_step(self):
-        """An evaluation plan's forward, losses and metrics; returns the stats as train_step."""
+        """An evaluation plan's forward, losses and metrics, and its weight penalties added
+        to the loss; returns the stats as train_step."""
         for run in self._runs:
             run()
-        self._penalty = self._penalties.apply() if self._penalties else 0.0
         return self._total_loss()
+
+    def _apply_penalties(self):
+        """The weight penalties' entry: their sum joins the reported loss (and, training,
+        their gradients the gradient arena)."""
+        self._penalty = self._penalties.apply()
 
     def _update(self):
         """The optimizer over the trainable weights, given as segments of the arenas
@@ -371,32 +395,18 @@ class StepPlan:
                                  store.trainable_segments())
 
     def predict_step(self):
-        for run in self._runs:
+        for run in self._runs:  # an inference plan's entries are its calls
             run()
         wait()
         return self.outputs
 
     def profile(self, steps=10):
-        """Median seconds per call label over `steps` training (or inference) steps run by
-        timed_step (a training step's update phase as 'optimizer update', 'weight penalties',
-        ...), plus 'outside calls' (Python and dispatch around the list)."""
-        labels = step_labels(self)
-        samples = {label: [] for label in labels}
-        overhead = []
-        for _ in range(steps):
-            step_start = time.perf_counter_ns()
-            times = timed_step(self)
-            total = time.perf_counter_ns() - step_start
-            per_label = dict.fromkeys(samples, 0)  # sub-batches repeat a label: add them
-            for label, (start, end) in zip(labels, times, strict=True):
-                per_label[label] += end - start
-            for label, elapsed in per_label.items():
-                samples[label].append(elapsed * 1e-9)
-            overhead.append((total - sum(end - start for start, end in times)) * 1e-9)
-        result = {label: float(np.median(v)) for label, v in samples.items()}
-        result["outside calls"] = float(np.median(overhead))
-        return result
+        """Median seconds per entry label over `steps` steps run by timed_step (a training
+        step's update phase as 'optimizer update', 'weight penalties', ...), plus 'outside
+        calls' (Python and dispatch around the list)."""
+        return median_seconds(self, steps)
 
     def describe(self):
         """One line per call: what a step runs, in order (the plan as a reader sees it)."""
         return [call.label for call in self.calls]
+

@@ -1,53 +1,51 @@
-"""One step of a plan with a clock read around every call: what `StepPlan.profile` and
-kiln.profiler read.
+"""One step of a plan with a clock read around every entry: what `StepPlan.profile`,
+`StepPlan.timed_train_step` and kiln.profiler read.
 
-`StepPlan.train_step()` stays a bare loop over bound methods; a timed step runs the same
-calls in the same order, then the same update phase (train_step's own order: the
-data-parallel gradient reduction, the weight penalties, the optimizer, the constraints), so
-the weights come out of it exactly as out of train_step.
+A timed step runs the plan's `entries` (step_list.py), the same list whose callables the
+plain step runs, so the weights come out of it exactly as out of train_step; only the
+clock readings are added. The plain step stays a bare loop over a prebuilt tuple.
 """
 
 import time
 
-
-def update_phase(plan):
-    """[(label, run)] of what a training plan runs after its calls, in train_step's order;
-    empty for evaluation and inference plans."""
-    if not plan.training:
-        return []
-    entries = []
-    reducer = getattr(plan, "gradient_reducer", None)
-    if reducer is not None:
-        entries.append(("gradient reduction", reducer))
-    if plan._penalties:
-        def penalties():
-            plan._penalty = plan._penalties.apply()
-        entries.append(("weight penalties", penalties))
-    if plan.parameters.trainable_size:
-        entries.append(("optimizer update", plan._update))
-    if plan._constraints:
-        entries.append(("constraints", plan._constraints.apply))
-    return entries
+import numpy as np
 
 
 def step_labels(plan):
     """The label of every entry timed_step times, in its order."""
-    return [call.label for call in plan.calls] + [label for label, _ in update_phase(plan)]
+    return [entry.label for entry in plan.entries]
 
 
 def timed_step(plan, clock=time.perf_counter_ns):
-    """Run one step of `plan` (a training plan's calls and update phase, or another plan's
-    calls) and return [(start, end)] of clock readings, one per entry of step_labels(plan).
-    A training plan's stats are then `plan._total_loss()`, as train_step returns them."""
+    """Run one step of `plan` (its entries: a training plan's calls and update phase, an
+    evaluation plan's calls and weight penalties, an inference plan's calls) and return
+    [(start, end)] of clock readings, one per entry. A training plan's stats are then
+    `plan._total_loss()`, as train_step returns them."""
     times = []
-    for call in plan.calls:
+    for entry in plan.entries:
         start = clock()
-        call.run()
-        times.append((start, clock()))
-    if plan.training:
-        plan._penalty = 0.0  # as train_step, when no weight has a penalty
-    for _, run in update_phase(plan):
-        start = clock()
-        run()
+        entry.run()
         times.append((start, clock()))
     return times
+
+
+def median_seconds(plan, steps):
+    """{label: median seconds per step} over `steps` timed steps (entries sharing a label, a
+    sub-batched layer's, added up within a step), plus 'outside calls': the step's time
+    outside its entries (Python and dispatch around the list)."""
+    labels = step_labels(plan)
+    samples = {label: [] for label in labels}
+    overhead = []
+    for _ in range(steps):
+        step_start = time.perf_counter_ns()
+        times = timed_step(plan)
+        total = time.perf_counter_ns() - step_start
+        per_label = dict.fromkeys(samples, 0)
+        for label, (start, end) in zip(labels, times, strict=True):
+            per_label[label] += end - start
+        for label, elapsed in per_label.items():
+            samples[label].append(elapsed * 1e-9)
+        overhead.append((total - sum(end - start for start, end in times)) * 1e-9)
+    result = {label: float(np.median(v)) for label, v in samples.items()}
+    result["outside calls"] = float(np.median(overhead))
+    return result

@@ -68,7 +68,7 @@ def profile(model, x=None, y=None, batch_size=32, steps=10, warmup=3, peaks=None
             for view in plan.heads:
                 view.labels[...] = 0
             for _ in range(total):
-                plan.train_step()
+                session.train_step(plan)
         else:
             xs = [a[:batch_size] for a in x] if isinstance(x, (list, tuple)) else x[:batch_size]
             ys = [a[:batch_size] for a in y] if isinstance(y, (list, tuple)) else y[:batch_size]

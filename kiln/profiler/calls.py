@@ -1,12 +1,13 @@
-"""What each call of a training step is, in a reader's terms: the Keras layer(s) it belongs
+"""What each entry of a training step is, in a reader's terms: the Keras layer(s) it belongs
 to, its phase (forward, backward, update), the oneDNN primitive and the implementation oneDNN
 picked (or the numba kernel), its kind (kinds.py), the multiply-add FLOPs it does and the
 bytes it touches.
 
-Call labels start with the op's name, which is the Keras layer's name ("conv2d_1 backward
-data", "conv2d_1/kernel to layout"); a fused op is named after the layer it kept (a Conv2D
-that absorbed its Activation) or after both ("max_pooling2d+dropout"). The model's unfused
-graph says which layers each fused op absorbed.
+All of it comes from the plan's entries (kiln.plan.step_list.StepEntry), never from their
+labels: an entry names the layer that planned it (a fused op is named after the layer it
+kept, a Conv2D that absorbed its Activation, or after both, "max_pooling2d+dropout"), and the
+model's unfused graph says which layers each fused op absorbed. The loss's and the metrics'
+calls run in the forward part of the step and are shown there.
 
 FLOPs are 2 x multiply-adds, read from the shapes the primitive runs on: forward, backward
 data and backward weights of a convolution or an inner product each do the same count.
@@ -20,16 +21,20 @@ from math import prod
 from ..binding import constants as dnnl
 from ..binding.memory import Memory
 from ..plan.liveness import kernel_arrays
-from ..plan.timed_step import update_phase
-from .kinds import call_kind, update_kind
+from .kinds import call_kind
 
 PHASES = ("forward", "backward", "update")
+# the step's phases as the report shows them: the loss and metric kernels run between the
+# forward and the backward and are timed with the forward, as they always were
+SHOWN_PHASE = {"forward": "forward", "loss": "forward", "metric": "forward",
+               "backward": "backward", "update": "update"}
 
 
 @dataclass(frozen=True)
 class CallInfo:
-    """One call of the step. `name` is what a trace slice shows: the layer's name, the fused
-    layers joined by '+', or the label's first word for a call of no layer (the loss)."""
+    """One entry of the step. `name` is what a trace slice shows: the entry's owner (the
+    layer's name, a fused op's, the loss's, the metric's, the update part's), or its label
+    when no one owns it."""
 
     phase: str
     label: str
@@ -70,17 +75,6 @@ def fused_members(model_graph, plan_graph):
     return groups
 
 
-def layers_of(label, members):
-    """(slice name, Keras layer names) of a call label."""
-    head = label.split(" ", 1)[0].split("/", 1)[0]
-    if head in members:
-        return head, members[head]
-    parts = head.split("+")
-    if all(part in members for part in parts):
-        return head, tuple(name for part in parts for name in members[part])
-    return head, ()
-
-
 def multiply_add_flops(call):
     """2 x multiply-adds of a convolution, deconvolution or inner-product call (any of its
     three passes), from the shapes bound to it; 0 for every other call."""
@@ -119,47 +113,26 @@ def moved_bytes(call):
     return int(total)
 
 
-def primitive_names(call):
-    """(primitive, implementation): oneDNN's kind and chosen kernel, or the numba kernel."""
-    primitive = getattr(call, "primitive", None)
-    if primitive is not None:
-        return primitive.name, primitive.pd.implementation
-    function = getattr(call, "function", None)
-    name = getattr(function, "__name__", type(call).__name__)
-    return "numba kernel", name
-
-
 def describe(plan, model_graph=None):
-    """CallInfo for every call of a plan, in the order the step runs them, then a training
-    plan's update phase entries (update_infos). Without the model's graph, calls are named
-    after the plan's (fused) ops only."""
+    """CallInfo for every entry of a plan (kiln.plan.step_list), in the order the step runs
+    them. Without the model's graph, entries are named after the plan's (fused) ops only."""
     members = fused_members(model_graph or plan.graph, plan.graph)
-    forward = {id(call) for call in plan.builder.forward_calls}
-    infos = []
-    for call in plan.calls:
-        name, layers = layers_of(call.label, members)
-        primitive, implementation = primitive_names(call)
-        infos.append(CallInfo("forward" if id(call) in forward else "backward", call.label,
-                              name, layers, primitive, implementation, call_kind(call),
-                              multiply_add_flops(call), moved_bytes(call)))
-    infos.extend(update_infos(plan))
-    return infos
-
-
-def update_infos(plan):
-    """The update phase's entries, in the order the step runs them (timed_step.update_phase):
-    the data-parallel gradient reduction, weight penalties, the optimizer, constraints."""
     infos = []
     trainable_bytes = 4 * plan.parameters.trainable_size
-    for label, _ in update_phase(plan):
-        primitive, implementation, moved = "numba kernel", label, 0
-        if label == "gradient reduction":
-            primitive, implementation, moved = "collective", "allreduce", trainable_bytes
-        elif label == "optimizer update":
-            updater = plan.optimizer
-            implementation = type(updater).__name__.removesuffix("Updater") or "optimizer"
-            # read weights and gradients, write weights, read and write every slot
-            moved = trainable_bytes * (3 + 2 * len(getattr(updater, "slots", {})))
-        infos.append(CallInfo("update", label, label.removesuffix(" update"), (), primitive,
-                              implementation, update_kind(label), 0.0, moved))
+    for entry in plan.entries:
+        layer = entry.layer
+        layers = members.get(layer, ()) if layer is not None else ()
+        name = entry.owner if entry.owner is not None else entry.label
+        if entry.call is not None:
+            kind, flops, moved = call_kind(entry.call), multiply_add_flops(entry.call), \
+                moved_bytes(entry.call)
+        else:  # an update entry: its kind is its part
+            kind, flops, moved = entry.owner, 0.0, 0
+            if entry.owner == "gradient reduction":
+                moved = trainable_bytes
+            elif entry.owner == "optimizer":
+                # read weights and gradients, write weights, read and write every slot
+                moved = trainable_bytes * (3 + 2 * len(getattr(plan.optimizer, "slots", {})))
+        infos.append(CallInfo(SHOWN_PHASE[entry.phase], entry.label, name, layers,
+                              entry.primitive, entry.implementation, kind, flops, moved))
     return infos

@@ -53,11 +53,6 @@ def is_depthwise(call):
     return len(dims) == len(output.desc.dims) + 1 and dims[0] > 1 and dims[2] == 1
 
 
-def update_kind(label):
-    """The kind of an update-phase entry ('optimizer update' -> 'optimizer')."""
-    return label.removesuffix(" update")
-
-
 def rate(kind, seconds, flops, moved, peaks):
     """{'gflops', 'pct_peak'} for a compute-bound kind that did FLOPs, else {'gbps',
     'pct_bandwidth'} when it moved bytes, else {} (no time, or nothing counted)."""

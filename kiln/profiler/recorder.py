@@ -1,27 +1,24 @@
-"""Recording a model's training steps call by call, without touching the step when off.
+"""Recording a model's training steps entry by entry, without touching the step when off.
 
-A plan's `train_step()` runs its list of calls, then the update. While a Session is active,
-each training plan the model hands out gets an instance attribute `train_step` that shadows
-the class's method: depending on the session's schedule it runs the plain step untouched
-(warm-up), times the plain step as a whole (to measure the profiler's overhead), or runs
-`recorded_train_step`: the same calls in the same order with `perf_counter_ns` around each
-(kiln.plan.timed_step, which StepPlan.profile runs too).
-When the session stops, those attributes (and the hook on the model's `_plan`) are deleted:
-the plan's call objects and run path are what they were before.
+A plan's `train_step()` runs its entries (kiln.plan.step_list). While a Session is active it
+is the model's step hook: `model._step_hook`, which the trainer consults before each training
+step (kiln.keras.trainers.batch_steps.BatchRunner), runs the step in the plan's place.
+Depending on the session's schedule it runs the plain step untouched (warm-up), times the
+plain step as a whole (to measure the profiler's overhead), or runs the plan's timed step:
+the same entries in the same order with `perf_counter_ns` around each
+(StepPlan.timed_train_step, whose timed_step StepPlan.profile runs too). When the session
+stops the hook is cleared; nothing of the plans was changed.
 """
 
 import time
-
-from ..plan.timed_step import timed_step
 
 SKIP, PLAIN, RECORD = "skip", "plain", "record"
 
 
 def recorded_train_step(plan, clock=time.perf_counter_ns):
-    """plan.train_step() with each call timed (kiln.plan.timed_step): returns (stats,
-    [(start_ns, end_ns), ...] for the calls of plan.calls, then the update phase)."""
-    times = timed_step(plan, clock)
-    return plan._total_loss(), times
+    """plan.train_step() with each entry timed: returns (stats, [(start_ns, end_ns), ...]
+    one per entry of plan.entries: the calls, then the update phase)."""
+    return plan.timed_train_step(clock)
 
 
 class StepRecord:
@@ -34,8 +31,8 @@ class StepRecord:
 
 
 class Session:
-    """Profiles the training steps a model runs while active (fit, train_on_batch or a plan
-    taken from the model).
+    """Profiles the training steps a model runs while active: fit's and train_on_batch's
+    through the model's step hook, and those of plans given to `train_step(plan)`.
 
     Args:
         model: a compiled kiln.keras Model.
@@ -50,31 +47,19 @@ class Session:
         self.steps = 0
         self.records = []
         self.plain_ns = []
-        self._plans = []
         self.active = False
 
     def start(self):
-        if "_plan" in self.model.__dict__:
+        if getattr(self.model, "_step_hook", None) is not None:
             raise RuntimeError(f"kiln.profiler: model '{self.model.name}' is already being "
                                "profiled")
-        model_plan = self.model._plan
-
-        def plan_with_recording(training, batch_size, evaluate=False):
-            plan = model_plan(training, batch_size, evaluate)
-            if training and not evaluate and "train_step" not in plan.__dict__:
-                plan.train_step = self._step_function(plan)
-                self._plans.append(plan)
-            return plan
-
-        self.model._plan = plan_with_recording
+        self.model._step_hook = self.train_step
         self.active = True
         return self
 
     def stop(self):
-        self.model.__dict__.pop("_plan", None)
-        for plan in self._plans:
-            plan.__dict__.pop("train_step", None)
-        self._plans = []
+        if self.model.__dict__.get("_step_hook") == self.train_step:
+            del self.model.__dict__["_step_hook"]  # the model as it was before
         self.active = False
         return self
 
@@ -84,25 +69,22 @@ class Session:
     def __exit__(self, *exc):
         self.stop()
 
-    def _step_function(self, plan):
-        plain_step = type(plan).train_step.__get__(plan)
-
-        def train_step():
-            mode = self.schedule(self.steps)
-            self.steps += 1
-            if mode == RECORD:
-                start = time.perf_counter_ns()
-                stats, times = recorded_train_step(plan)
-                self.records.append(StepRecord(plan, start, time.perf_counter_ns(), times))
-                return stats
-            if mode == PLAIN:
-                start = time.perf_counter_ns()
-                stats = plain_step()
-                self.plain_ns.append(time.perf_counter_ns() - start)
-                return stats
-            return plain_step()
-
-        return train_step
+    def train_step(self, plan):
+        """One training step of `plan` as the schedule says (the model's step hook, and what
+        profile() runs on a plan it took from the model); returns its stats."""
+        mode = self.schedule(self.steps)
+        self.steps += 1
+        if mode == RECORD:
+            start = time.perf_counter_ns()
+            stats, times = plan.timed_train_step()
+            self.records.append(StepRecord(plan, start, time.perf_counter_ns(), times))
+            return stats
+        if mode == PLAIN:
+            start = time.perf_counter_ns()
+            stats = plan.train_step()
+            self.plain_ns.append(time.perf_counter_ns() - start)
+            return stats
+        return plan.train_step()
 
 
 def alternating(warmup, steps):

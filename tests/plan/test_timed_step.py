@@ -40,3 +40,23 @@ def test_plan_profile_reports_every_entry():
     profile = plan.profile(steps=2)
     assert set(profile) == set(step_labels(plan)) | {"outside calls"}
     assert all(seconds >= 0 for seconds in profile.values())
+
+
+def test_one_entry_list_for_every_step():
+    _, plan = model_and_plan()
+    # the plain step runs the entries' callables, in the entries' order
+    assert plan._runs == tuple(entry.run for entry in plan.entries)
+    assert [entry.phase for entry in plan.entries[len(plan.calls):]] == ["update"] * 3
+    assert [entry.owner for entry in plan.entries[len(plan.calls):]] == [
+        "weight penalties", "optimizer", "constraints"]
+    assert {entry.phase for entry in plan.entries[:len(plan.calls)]} == {
+        "forward", "loss", "backward"}
+    assert all(entry.call is call for entry, call in zip(plan.entries, plan.calls))
+    # a data-parallel reducer joins the list before the penalties, and leaves it again
+    reduced = []
+    plan.gradient_reducer = lambda: reduced.append(len(reduced))
+    assert step_labels(plan)[len(plan.calls)] == "gradient reduction"
+    plan.train_step()
+    assert reduced == [0] and len(timed_step(plan)) == len(plan.calls) + 4 and reduced == [0, 1]
+    plan.gradient_reducer = None
+    assert "gradient reduction" not in step_labels(plan)

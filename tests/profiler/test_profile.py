@@ -9,7 +9,7 @@ from small_model import BATCH, PEAKS, data, small_model
 import kiln.profiler as profiler
 from kiln import keras
 from kiln.bench.models import forward_flops_per_layer
-from kiln.profiler.calls import fused_members, layers_of
+from kiln.profiler.calls import fused_members
 from kiln.profiler.table import planned_bytes_line
 
 
@@ -108,13 +108,21 @@ def test_bad_arguments_are_named():
         profiler.profile(model, data()[0])
 
 
-def test_a_label_naming_an_absorbed_layer_belongs_to_its_group(profiled):
+def test_an_entry_of_an_absorbed_layer_belongs_to_its_group(profiled):
     members = fused_members(profiled.model.graph, profiled.plan.graph)
     assert members["conv_b"] == members["relu_b"] == ("conv_b", "relu_b")
-    assert layers_of("relu_b gradient sum", members) == ("relu_b", ("conv_b", "relu_b"))
-    assert layers_of("conv_a/kernel to layout", members) == ("conv_a", ("conv_a",))
-    assert layers_of("categorical_crossentropy softmax cross-entropy", members) == \
-        ("categorical_crossentropy", ())
+    # (slice name, layers, phase) come from the entries' fields, not from their labels
+    named = {info.label: (info.name, info.layers, info.phase) for info in profiled.infos}
+    entries = {entry.label: entry for entry in profiled.plan.entries}
+    # planned by conv_b's backward into the forward list: conv_b's, run in the forward
+    reorder = entries["conv_b/kernel to layout"]
+    assert (reorder.owner, reorder.layer, reorder.phase) == ("conv_b", "conv_b", "forward")
+    assert named["conv_b/kernel to layout"] == ("conv_b", ("conv_b", "relu_b"), "forward")
+    loss = entries["categorical_crossentropy softmax cross-entropy"]
+    assert (loss.owner, loss.layer, loss.phase) == ("categorical_crossentropy", None, "loss")
+    assert named[loss.label] == ("categorical_crossentropy", (), "forward")
+    update = entries["optimizer update"]
+    assert (update.owner, update.phase, update.call) == ("optimizer", "update", None)
 
 
 def test_without_data_a_random_batch_is_profiled():

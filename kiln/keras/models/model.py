@@ -253,7 +253,7 @@ class Model(Trainer, Layer):
                 plan = StepPlan(graph, batch_size, self.store,
                                 optimizer=self.optimizer.make_updater() if training else None,
                                 data_type=data_type, losses=losses,
-                                metrics=[self._compile_metrics.planner()])
+                                metrics=self._compile_metrics.planners())
             else:
                 graph = fuse(self.graph, self._plan_rules, kind)
                 plan = StepPlan(graph, batch_size, self.store, data_type=data_type)

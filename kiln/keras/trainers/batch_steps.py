@@ -87,7 +87,12 @@ class BatchRunner:
         # Ctrl-C waits until the metrics and loss means have taken the batch in too
         with interrupts_deferred():
             if training:
-                plan.train_step()
+                # the model's step hook, when set (a kiln.profiler Session), runs the step
+                hook = getattr(self.model, "_step_hook", None)
+                if hook is None:
+                    plan.train_step()
+                else:
+                    hook(plan)
             else:
                 plan.evaluate_step()
             for update in plan.metric_updates:
@@ -151,11 +156,9 @@ class BatchRunner:
     @staticmethod
     def _fill_weights(plan, sample_weights, where):
         if sample_weights is None:
-            if getattr(plan, "_weighted", False):
-                for view in plan.heads:
-                    view.weights[...] = 1.0
-                plan._weighted = False
+            plan.set_sample_weights(None)
             return
+        arrays = []  # all checked before any is written
         for view in plan.heads:
             weights = sample_weights[view.loss.output if len(sample_weights) > 1 else 0]
             weights = np.asarray(weights)
@@ -164,5 +167,5 @@ class BatchRunner:
             if weights.shape != view.weights.shape:
                 raise ValueError(f"{where}: argument sample_weight must have one weight per "
                                  f"sample, shape {view.weights.shape}, got {weights.shape}")
-            view.weights[...] = weights
-        plan._weighted = True
+            arrays.append(weights)
+        plan.set_sample_weights(arrays)

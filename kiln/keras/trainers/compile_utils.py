@@ -172,23 +172,12 @@ class CompileMetrics:
             metric.name = identifier  # logged as written ('mse' stays 'mse')
         return metric
 
-    def planner(self):
-        """A StepPlan metric callable: adds each metric's kernel after the heads, returns the
-        after-step updates of metrics without one."""
-        entries = list(self.entries)
-
-        def plan_metrics(builder, views):
-            by_output = {view.loss.output: view for view in views}
-            updates = []
-            for _, metric, output, weighted in entries:
-                view = by_output[output]
-                update = metric.plan_update(builder, view,
-                                            view.weights if weighted else view.ones)
-                if update is not None:
-                    updates.append(update)
-            return updates
-
-        return plan_metrics
+    def planners(self):
+        """StepPlan metric callables, one per metric and named after it (the plan records
+        whose kernel each call is): each adds its metric's kernel after the heads, or returns
+        the after-step update of a metric without one."""
+        return [MetricPlanner(metric, output, weighted)
+                for _, metric, output, weighted in self.entries]
 
     def reset_state(self):
         for _, metric, _, _ in self.entries:
@@ -196,3 +185,18 @@ class CompileMetrics:
 
     def results(self):
         return {name: metric.result() for name, metric, _, _ in self.entries}
+
+
+class MetricPlanner:
+    """Plans one metric of a StepPlan: `planner(builder, views)` adds the metric's kernel,
+    reading its output's head view, and returns its after-step updates."""
+
+    def __init__(self, metric, output, weighted):
+        self.name = metric.name
+        self.metric, self.output, self.weighted = metric, output, weighted
+
+    def __call__(self, builder, views):
+        view = next(view for view in views if view.loss.output == self.output)
+        update = self.metric.plan_update(builder, view,
+                                         view.weights if self.weighted else view.ones)
+        return [] if update is None else [update]
