@@ -13,6 +13,7 @@ from .engine import cpu_engine, cpu_stream
 from .errors import DnnlError, check
 from .library import exec_arg_t, lib
 from .memory import Memory, MemoryDesc, layout_key
+from .post_ops import NONE, Binary, Sum
 
 # primitives the cache keeps (as oneDNN's own primitive cache): a few plans' worth of a large
 # network's forward, backward and reorder primitives
@@ -23,20 +24,18 @@ class Attributes:
     """`dnnl_primitive_attr_t`: post-ops, user scratchpad and math mode.
 
     Args:
-        eltwise_post_ops: post-ops in order: (eltwise alg, alpha, beta), or
-            ("binary", binary alg, src1 MemoryDesc) for a second operand the primitive reads
-            (argument `post_op_arg(index)` at execution, index = its place in this list).
+        post_ops: a PostOps value (post_ops.py); the operand of its binary item number
+            `index` is argument `post_op_arg(index)` at execution.
         fpmath_mode: oneDNN math mode (bf16 down-conversion allowed or not).
         source_scales_mask: None, or the dims (bit i for dim i) along which the source is
             multiplied by scales given at execution (argument ARG_ATTR_SCALES | ARG_SRC, one
             float per index of those dims), as a reorder takes them.
     """
 
-    def __init__(self, eltwise_post_ops=(), fpmath_mode=dnnl.fpmath_mode_strict,
+    def __init__(self, post_ops=NONE, fpmath_mode=dnnl.fpmath_mode_strict,
                  source_scales_mask=None):
         self.handle = None
-        self.key = (tuple(op if op[0] != "binary" else (op[1], op[2].dims)
-                          for op in eltwise_post_ops), fpmath_mode)
+        self.key = (post_ops.key, fpmath_mode)
         handle = ctypes.c_void_p()
         check(lib.dnnl_primitive_attr_create(ctypes.byref(handle)), "attr create")
         self.handle = handle
@@ -48,22 +47,22 @@ class Attributes:
                                                           source_scales_mask), "attr scales")
         if fpmath_mode != dnnl.fpmath_mode_strict:
             check(lib.dnnl_primitive_attr_set_fpmath_mode(handle, fpmath_mode), "attr fpmath")
-        if eltwise_post_ops:
-            post_ops = ctypes.c_void_p()
-            check(lib.dnnl_post_ops_create(ctypes.byref(post_ops)), "post-ops create")
-            for op in eltwise_post_ops:
-                if op[0] == "sum":
-                    check(lib.dnnl_post_ops_append_sum(post_ops, 1.0, 0, dnnl.data_type_undef),
-                          "post-ops sum")
-                elif op[0] == "binary":
-                    check(lib.dnnl_post_ops_append_binary(post_ops, op[1], op[2].handle),
-                          "post-ops binary", f"alg {op[1]} {op[2]}")
+        if post_ops:
+            chain = ctypes.c_void_p()
+            check(lib.dnnl_post_ops_create(ctypes.byref(chain)), "post-ops create")
+            for item in post_ops.items:
+                if isinstance(item, Sum):
+                    check(lib.dnnl_post_ops_append_sum(chain, item.scale, 0,
+                                                       dnnl.data_type_undef), "post-ops sum")
+                elif isinstance(item, Binary):
+                    check(lib.dnnl_post_ops_append_binary(chain, item.alg, item.operand.handle),
+                          "post-ops binary", f"alg {item.alg} {item.operand}")
                 else:
-                    alg, alpha, beta = op
-                    check(lib.dnnl_post_ops_append_eltwise(post_ops, alg, alpha, beta),
-                          "post-ops eltwise", f"alg {alg}")
-            check(lib.dnnl_primitive_attr_set_post_ops(handle, post_ops), "attr post-ops")
-            lib.dnnl_post_ops_destroy(post_ops)
+                    check(lib.dnnl_post_ops_append_eltwise(chain, item.alg, item.alpha,
+                                                           item.beta),
+                          "post-ops eltwise", f"alg {item.alg}")
+            check(lib.dnnl_primitive_attr_set_post_ops(handle, chain), "attr post-ops")
+            lib.dnnl_post_ops_destroy(chain)
 
     def __del__(self):
         if self.handle:
@@ -72,7 +71,10 @@ class Attributes:
 
 
 class PrimitiveDesc:
-    """An owned `dnnl_primitive_desc_t`, created by one of the `*_primitive_desc_create` calls."""
+    """An owned `dnnl_primitive_desc_t`, created by one of the `*_primitive_desc_create` calls.
+    `key` is the cache key of the arguments it was made from (descriptor.py; None for others)."""
+
+    key = None
 
     def __init__(self, create_function, name, shapes, *args, engine_first=True):
         self.handle = None  # so __del__ is safe when creation raises

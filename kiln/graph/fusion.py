@@ -47,9 +47,7 @@ def fold_activation(producer, consumer):
     if (isinstance(consumer, Activation) and consumer.activation in FUSABLE
             and isinstance(producer, (Conv2D, Dense))
             and producer.activation in (None, "linear")):
-        merged = copy.copy(producer)
-        merged.activation = consumer.activation
-        return merged
+        return producer.replace(activation=consumer.activation)
     return None
 
 
@@ -61,9 +59,7 @@ def fold_activation_for_inference(producer, consumer):
             and post_ops(consumer.activation) is not None
             and isinstance(producer, (Conv2D, Dense))
             and producer.activation in (None, "linear")):
-        merged = copy.copy(producer)
-        merged.activation = consumer.activation
-        return merged
+        return producer.replace(activation=consumer.activation)
     return None
 
 

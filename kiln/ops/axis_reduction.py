@@ -13,8 +13,8 @@ gradient (JAX splits it between them; ties have probability zero for real-valued
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import layout_key
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.post_ops import NONE, eltwise
 from .base import Op
 from .reshape import keras_layout
 
@@ -53,10 +53,8 @@ class AxisReduction(Op):
         small = keras_layout(out_dims, x.data_format, False, desc.data_type)
         alg = ALGORITHMS[self.mode]
         shapes = f"{self.mode} '{self.name}' {desc} -> {list(out_dims)}"
-        fwd = builder.primitive(("reduction", alg, layout_key(desc), layout_key(small)),
-                                lambda: PrimitiveDesc(
-            "dnnl_reduction_primitive_desc_create", "reduction", shapes, alg, desc.handle,
-            small.handle, 0.0, 0.0, default_attributes().handle))
+        fwd = builder.primitive(*descriptor("dnnl_reduction_primitive_desc_create", "reduction",
+                                            shapes, alg, desc, small, 0.0, 0.0))
         output = builder.allocate(small)
         builder.add_forward(builder.bind(fwd, {dnnl.ARG_SRC: source, dnnl.ARG_DST: output},
                                          f"{self.name} {self.mode}"))
@@ -65,14 +63,9 @@ class AxisReduction(Op):
 
         def broadcast(alg, full, part, post, label):
             """A new buffer of the input's layout: full (alg) part-broadcast, then post."""
-            def create():
-                attributes = Attributes(post)  # alive until the pd exists
-                return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
-                                     f"{shapes} {label}", alg, desc.handle, small.handle,
-                                     desc.handle, attributes.handle)
-
-            primitive = builder.primitive(("reduction backward", alg, layout_key(desc),
-                                           layout_key(small), post), create)
+            primitive = builder.primitive(*descriptor(
+                "dnnl_binary_primitive_desc_create", "binary", f"{shapes} {label}", alg, desc,
+                small, desc, post_ops=post))
             target = builder.allocate(desc)
             builder.add_backward(builder.bind(primitive, {
                 dnnl.ARG_SRC: full, dnnl.ARG_SRC_1: part, dnnl.ARG_DST: target},
@@ -85,11 +78,11 @@ class AxisReduction(Op):
             grad = builder.reorder(output_grad, small, f"{self.name} gradient to layout",
                                    backward=True)
             if self.mode in ("max", "min"):
-                chosen = broadcast(BINARY_EQ, source, output, (), "backward positions")
-                return broadcast(dnnl.binary_mul, chosen, grad, (), "backward")
+                chosen = broadcast(BINARY_EQ, source, output, NONE, "backward positions")
+                return broadcast(dnnl.binary_mul, chosen, grad, NONE, "backward")
             zeros = builder.keep(builder.allocate(desc))  # stays zero: nothing else writes it
             zeros.storage[:] = 0
             return broadcast(dnnl.binary_add, zeros, grad,
-                             ((dnnl.eltwise_linear, scale, 0.0),), "backward")
+                             eltwise(dnnl.eltwise_linear, scale), "backward")
 
         return x.with_memory(output), backward

@@ -9,20 +9,24 @@ by two tiny oneDNN calls over C floats, so they always follow the current weight
 plan serves predict() between training epochs).
 """
 
-import copy
+from dataclasses import dataclass
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import descriptor
 from ..binding.memory import Memory, MemoryDesc
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes, post_op_arg
+from ..binding.post_ops import binary, eltwise
+from ..binding.primitive import post_op_arg
 
 
+@dataclass(frozen=True, eq=False)
 class FoldedBatchNorm:
-    """The Conv2D.channel_affine hook for batch norm `bn`: plans scale and shift."""
+    """A Conv2D's channel_affine: inference-mode batch norm `bn` after the convolution."""
 
-    def __init__(self, bn):
-        self.bn = bn
+    bn: object
 
-    def __call__(self, builder, channels):
+    def plan(self, builder, channels):
+        """Plan scale and shift at the start of the step; returns their Memories, (1, C, 1,
+        1) views the convolution reads as binary post-ops."""
         bn = self.bn
         plain = MemoryDesc.with_tag((channels,), dnnl.f32, dnnl.a)
         broadcast = MemoryDesc.with_tag((1, channels, 1, 1), dnnl.f32, dnnl.abcd)
@@ -35,34 +39,27 @@ class FoldedBatchNorm:
         # eltwise, so these are separate calls (in place), each over C floats
         for alg, alpha, beta, what in ((dnnl.eltwise_linear, 1.0, bn.epsilon, "variance + eps"),
                                        (dnnl.eltwise_pow, 1.0, -0.5, "1 / sqrt")):
-            pd = builder.primitive(("fold eltwise", channels, alg, alpha, beta),
-                                   lambda alg=alg, alpha=alpha, beta=beta: PrimitiveDesc(
+            pd = builder.primitive(*descriptor(
                 "dnnl_eltwise_forward_primitive_desc_create", "eltwise forward", shapes,
-                dnnl.forward_inference, alg, plain.handle, plain.handle, alpha, beta,
-                default_attributes().handle))
+                dnnl.forward_inference, alg, plain, plain, alpha, beta))
             source = variance if alg == dnnl.eltwise_linear else scale
             builder.add_forward(builder.bind(pd, {dnnl.ARG_SRC: source, dnnl.ARG_DST: scale},
                                              f"{bn.name} folded scale: {what}"))
         if bn.scale:
-            gamma_pd = builder.primitive(("fold gamma", channels), lambda: PrimitiveDesc(
-                "dnnl_binary_primitive_desc_create", "binary", shapes, dnnl.binary_mul,
-                plain.handle, plain.handle, plain.handle, default_attributes().handle))
+            gamma_pd = builder.primitive(*descriptor(
+                "dnnl_binary_primitive_desc_create", "binary", shapes, dnnl.binary_mul, plain,
+                plain, plain))
             builder.add_forward(builder.bind(gamma_pd, {
                 dnnl.ARG_SRC: scale, dnnl.ARG_SRC_1: builder.param(f"{bn.name}/gamma", plain),
                 dnnl.ARG_DST: scale}, f"{bn.name} folded scale times gamma"))
 
         # shift = -(mean * scale) [+ beta]
-        shift_ops = [(dnnl.eltwise_linear, -1.0, 0.0)]
+        shift_ops = eltwise(dnnl.eltwise_linear, -1.0)
         if bn.center:
-            shift_ops.append(("binary", dnnl.binary_add, plain))
-
-        def make_shift():
-            attributes = Attributes(shift_ops)  # alive until the descriptor exists
-            return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary", shapes,
-                                 dnnl.binary_mul, plain.handle, plain.handle, plain.handle,
-                                 attributes.handle)
-
-        shift_pd = builder.primitive(("fold shift", channels, bn.center), make_shift)
+            shift_ops += binary(dnnl.binary_add, plain)
+        shift_pd = builder.primitive(*descriptor(
+            "dnnl_binary_primitive_desc_create", "binary", shapes, dnnl.binary_mul, plain,
+            plain, plain, post_ops=shift_ops))
         args = {dnnl.ARG_SRC: mean, dnnl.ARG_SRC_1: scale, dnnl.ARG_DST: shift}
         if bn.center:
             args[post_op_arg(1)] = builder.param(f"{bn.name}/beta", plain)
@@ -72,9 +69,7 @@ class FoldedBatchNorm:
 
 
 def fold_into_conv(conv, bn):
-    """A copy of `conv` (without activation) that also applies inference-mode `bn`."""
-    folded = copy.copy(conv)
-    folded.channel_affine = FoldedBatchNorm(bn)
-    folded.activation = "relu" if bn.fuse_relu else None
-    folded.name = conv.name
-    return folded
+    """A new convolution like `conv` (without activation) that also applies inference-mode
+    `bn` (and its fused relu)."""
+    return conv.replace(channel_affine=FoldedBatchNorm(bn),
+                        activation="relu" if bn.fuse_relu else None)

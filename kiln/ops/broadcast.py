@@ -36,6 +36,7 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
+from ..binding.post_ops import NONE, negate
 from . import broadcast_kernels as kernels
 from .base import Op
 from .broadcast_gradients import PlannedGradients
@@ -51,6 +52,7 @@ from .broadcast_rules import (  # noqa: F401 (re-exported: ops and tests import 
 )
 from .channel_affine import kernel_iteration, per_channel, plain_4d
 from .channel_affine_kernels import forward_kernel as affine_forward_kernel
+from .layout_preference import prefer
 from .merge import needed
 from .tensor import Tensor
 
@@ -234,12 +236,13 @@ class _Planned(PlannedGradients):
         small = 1 - big
         desc = self.source_desc(big)
         swapped_subtract = big == 1 and op.operation == "subtract"
-        post = ((dnnl.eltwise_linear, -1.0, 0.0),) if swapped_subtract else ()
+        post = negate() if swapped_subtract else NONE
         operation = MIRRORED.get(op.operation, op.operation) if big == 1 else op.operation
         # a broadcast operand goes where the primitive wants it (8-lane blocks for nChw8c)
         small_desc = desc if self.full[small] else MemoryDesc.any(self.dims[small])
-        primitive = binary_primitive(builder, operation, desc, small_desc, post, op.label)
-        if primitive.pd.implementation.startswith("ref"):
+        primitive = prefer(lambda: binary_primitive(builder, operation, desc, small_desc, post,
+                                                    op.label))
+        if primitive is None:
             return False
         self.memories[big] = self.tensors[big].memory
         self.memories[small] = self.operand_memory(small,

@@ -5,8 +5,10 @@ times the operation's local derivative, summed over the axes where the operand w
 import numpy as np
 
 from ..binding import constants as dnnl
+from ..binding.post_ops import NONE
 from . import broadcast_kernels as kernels
 from .broadcast_rules import COMPARISONS, EMPTY, binary_primitive, plain_desc
+from .layout_preference import prefer
 from .merge import linear
 from .numba_config import THREADS
 
@@ -111,9 +113,9 @@ class PlannedGradients:
         has a jit kernel for other's broadcast (a per-channel scale's dx = dy * scale), else
         elementwise_kernel."""
         operation = "multiply" if code == kernels.MULTIPLY else "divide"
-        primitive = binary_primitive(self.builder, operation, grad.desc, other.desc, (),
-                                     self.op.label)
-        if primitive.pd.implementation.startswith("ref"):
+        primitive = prefer(lambda: binary_primitive(self.builder, operation, grad.desc,
+                                                    other.desc, NONE, self.op.label))
+        if primitive is None:
             self._elementwise(code, target, grad, other, None, label, backward=True)
             return
         self.builder.add_backward(self.builder.bind(primitive, {

@@ -5,8 +5,8 @@ and the binary primitive of one operation."""
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from ..binding.memory import MemoryDesc
+from ..binding.descriptor import descriptor
 from .tensor import CHANNELS_LAST
 
 COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")
@@ -55,11 +55,6 @@ EMPTY = np.zeros(0, np.float32)  # a kernel's absent array argument
 def binary_primitive(builder, operation, desc, small_desc, post, label):
     alg = ALGORITHMS[operation]
 
-    def create():
-        attributes = Attributes(post) if post else default_attributes()
-        return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
-                             f"{label} {desc} {operation} {small_desc}", alg, desc.handle,
-                             small_desc.handle, desc.handle, attributes.handle)
-
-    key = ("broadcast binary", alg, layout_key(desc), layout_key(small_desc), post)
-    return builder.primitive(key, create)
+    return builder.primitive(*descriptor(
+        "dnnl_binary_primitive_desc_create", "binary", f"{label} {desc} {operation} {small_desc}",
+        alg, desc, small_desc, desc, post_ops=post))

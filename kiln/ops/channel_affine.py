@@ -23,10 +23,13 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes, post_op_arg
+from ..binding.descriptor import descriptor
+from ..binding.post_ops import NONE, binary, eltwise
+from ..binding.primitive import post_op_arg
 from . import channel_affine_kernels as kernels
 from .base import Op
 from .broadcast_kernels import operand_strides, physical_axes, plan_axes, split_rows
+from .layout_preference import prefer
 from .numba_config import THREADS
 from .tensor import CHANNELS_LAST, Tensor
 
@@ -166,27 +169,20 @@ class ChannelAffine(Op):
     def _forward_onednn(self, builder, source, scale, shift, output, relu):
         """One binary call (x * scale or x + shift) with the rest as post-ops; False when
         oneDNN has only its reference kernel for the layout."""
-        post = []
+        post = NONE
         if self.scale is not None:
             alg, second = dnnl.binary_mul, scale
             if self.shift is not None:
-                post.append(("binary", dnnl.binary_add, shift.desc))
+                post += binary(dnnl.binary_add, shift.desc)
         else:
             alg, second = dnnl.binary_add, shift
         if relu:
-            post.append((dnnl.eltwise_relu, 0.0, 0.0))
+            post += eltwise(dnnl.eltwise_relu)
         desc = source.desc
-
-        def create():
-            attributes = Attributes(tuple(post)) if post else default_attributes()
-            return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
-                                 f"ChannelAffine '{self.name}' {desc}", alg, desc.handle,
-                                 second.desc.handle, desc.handle, attributes.handle)
-
-        key = ("channel affine", alg, layout_key(desc), layout_key(second.desc), tuple(
-            p if p[0] != "binary" else (p[1], layout_key(p[2])) for p in post))
-        primitive = builder.primitive(key, create)
-        if primitive.pd.implementation.startswith("ref"):
+        primitive = prefer(lambda: builder.primitive(*descriptor(
+            "dnnl_binary_primitive_desc_create", "binary", f"ChannelAffine '{self.name}' {desc}",
+            alg, desc, second.desc, desc, post_ops=post)))
+        if primitive is None:
             return False
         args = {dnnl.ARG_SRC: source, dnnl.ARG_SRC_1: second, dnnl.ARG_DST: output}
         if self.scale is not None and self.shift is not None:

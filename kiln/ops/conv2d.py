@@ -1,8 +1,7 @@
 """2D convolution: shape rule, forward (bias + activation fused as post-ops) and backward.
 
-oneDNN primitives: convolution forward (src/weights/dst `format_tag any`), backward-data (skipped
-for the first layer), backward-weights with DIFF_BIAS (the bias gradient comes from the same
-pass over the output gradient, never from a separate reduction).
+oneDNN primitives (conv_family.py): convolution forward (src/weights/dst `format_tag any`),
+backward-data (skipped for the first layer), backward-weights with DIFF_BIAS.
 
 Dilation and groups are the same primitives: oneDNN takes dilations as `rate - 1` and groups as
 5D weights (g, out/g, in/g, kh, kw). A depthwise convolution is groups = channels: oneDNN runs
@@ -10,12 +9,14 @@ it with its own depthwise kernels (jit_dw / brdgmm_dw), so it needs no op of its
 """
 
 from ..binding import constants as dnnl
-from ..binding.errors import DnnlError
 from ..binding.library import lib
-from ..binding.memory import MemoryDesc, layout_key, to_dims
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes, post_op_arg
+from ..binding.memory import MemoryDesc
+from ..binding.post_ops import NONE, accumulate, binary
+from ..binding.primitive import post_op_arg
 from .base import Op
-from .eltwise import eltwise_backward, post_ops
+from .conv_family import CONVOLUTION, Pass, Primitives
+from .eltwise import post_ops
+from .layout_preference import prefer
 from .merge import add_binary
 from .tensor import Tensor
 
@@ -77,17 +78,15 @@ class Conv2D(Op):
             'pointwise_kernel' in SeparableConv2D's two ops).
         activation_tag: None lets oneDNN choose the activations' layouts (blocked); a plain
             tag fixes them (Conv1D's zero-copy views of its 3D tensors).
-
-    `channel_affine` (set by the inference-plan fusion of a following batch norm, see
-    batch_norm_folding.py) plans per-channel (scale, shift) memories of dims (1, C, 1, 1):
-    y = activation(conv(x) * scale + shift), as binary post-ops of the same primitive.
+        channel_affine: None, or a folded batch norm (batch_norm_folding.FoldedBatchNorm, from
+            the inference-plan fusion of a following batch norm): its per-channel (scale,
+            shift) of dims (1, C, 1, 1) make y = activation(conv(x) * scale + shift), as
+            binary post-ops of the same primitive.
     """
-
-    channel_affine = None
 
     def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
                  activation=None, use_bias=True, dilation_rate=(1, 1), groups=1,
-                 kernel_name="kernel", activation_tag=None):
+                 kernel_name="kernel", activation_tag=None, channel_affine=None):
         self.name = name
         self.filters = filters
         self.kernel_size = tuple(kernel_size)
@@ -99,6 +98,22 @@ class Conv2D(Op):
         self.groups = groups
         self.kernel_name = kernel_name
         self.activation_tag = activation_tag
+        self.channel_affine = channel_affine
+
+    @property
+    def arguments(self):
+        """The constructor's arguments: a fused op is a new op built from them."""
+        return {"name": self.name, "filters": self.filters, "kernel_size": self.kernel_size,
+                "strides": self.strides, "padding": self.padding,
+                "activation": self.activation, "use_bias": self.use_bias,
+                "dilation_rate": self.dilation_rate, "groups": self.groups,
+                "kernel_name": self.kernel_name, "activation_tag": self.activation_tag,
+                "channel_affine": self.channel_affine}
+
+    def replace(self, **changes):
+        """A new convolution with `changes` to the arguments (a fused activation, a folded
+        batch norm); this one is left as it is."""
+        return Conv2D(**{**self.arguments, **changes})
 
     @property
     def _span(self):
@@ -168,161 +183,119 @@ class Conv2D(Op):
         return kernel, bias
 
     # -- forward and backward -------------------------------------------------------------------
-    def forward(self, builder, x, need_input_grad=True, residual=None):
-        """Plan `y = activation(conv(x, kernel) + bias [+ residual])`; returns (y, backward).
-        `residual` (a Tensor of the output's dims that nothing reads afterwards; inference
-        plans only) is added by a sum post-op before the activation, y overwriting it in place:
-        a residual block's add (see conv2d_residual.py)."""
-        input_dims = x.dims
-        output_dims = self.output_dims(input_dims)
-        kernel_param = f"{self.name}/{self.kernel_name}"
-        weight_dims = self.parameter_dims(input_dims)[self.kernel_name][0]
-        pad_l, pad_r = self._padding(input_dims[2], input_dims[3])
-        dt = builder.data_type
-        has_bias = self.primitive_bias
-        geometry = (tuple(input_dims), output_dims, self.kernel_size, self.strides, pad_l, pad_r,
-                    has_bias, self.dilation_rate, self.groups, self.activation_tag)
-        shapes = f"Conv2D '{self.name}' input {list(input_dims)} output {list(output_dims)}"
-        if self.activation_tag is None:
-            src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
-        else:
-            src_any = MemoryDesc.with_tag(input_dims, dt, self.activation_tag)
-            dst_any = MemoryDesc.with_tag(output_dims, dt, self.activation_tag)
-        w_any = MemoryDesc.any(weight_dims, dt)
-        w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
-        bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if has_bias else None
-        bias_handle = bias_desc.handle if bias_desc is not None else None
-        strides = to_dims(self.strides)
-        dilates = to_dims(tuple(d - 1 for d in self.dilation_rate))  # oneDNN counts the gaps
-        pad_l_dims, pad_r_dims = to_dims(pad_l), to_dims(pad_r)
+    def forward(self, builder, x, need_input_grad=True):
+        """Plan `y = activation(conv(x, kernel) + bias)`; returns (y, backward)."""
+        return self.plan(builder, x, need_input_grad, self.activation)
 
-        affine = None
-        if self.channel_affine is not None:
-            if builder.training:
-                raise ValueError(f"Conv2D '{self.name}': a folded batch norm is for inference "
-                                 "plans only")
-            affine = self.channel_affine(builder, self.filters)
-        binary = () if affine is None else (("binary", dnnl.binary_mul, affine[0].desc),
-                                            ("binary", dnnl.binary_add, affine[1].desc))
+    def plan(self, builder, x, need_input_grad, activation, residual=None):
+        """Plan `y = activation(affine(conv(x, kernel) + bias) [+ residual])`, the affine
+        being a folded batch norm's (channel_affine). `residual` (a Tensor of the output's dims
+        that nothing reads afterwards; inference plans only) is added by a sum post-op before
+        the activation, y overwriting it in place: a residual block's add (see
+        conv2d_residual.py)."""
+        if residual is not None and builder.training:
+            raise ValueError(f"Conv2D '{self.name}': a fused residual add is for "
+                             "inference plans only")
+        layer = self._primitives(builder, x.dims)
+        affine, affine_args = self._folded_affine(builder)
         kind = forward_kind(builder)
+        src_any, dst_any = self._activation_descs(x.dims, builder.data_type)
 
-        def forward_primitive(activation, residual_desc=None):
-            extra = () if residual_desc is None else (("sum",),)
-            dst = dst_any if residual_desc is None else residual_desc  # written in place
-
-            def make_forward():
-                attributes = Attributes(binary + extra + tuple(post_ops(activation)))
-                return PrimitiveDesc(
-                    "dnnl_convolution_forward_primitive_desc_create", "convolution forward",
-                    shapes, kind, dnnl.convolution_direct, src_any.handle, w_any.handle,
-                    bias_handle, dst.handle, strides, dilates, pad_l_dims, pad_r_dims,
-                    attributes.handle)
-
-            return builder.primitive(
-                ("conv fwd", kind, dt, geometry, activation, affine is not None,
-                 None if residual_desc is None else layout_key(residual_desc)), make_forward)
+        def forward(after_affine, dst=dst_any):
+            return builder.primitive(*layer.forward(kind, src_any, dst, affine + after_affine))
 
         residual_memory = None
         if residual is not None:
-            if builder.training:
-                raise ValueError(f"Conv2D '{self.name}': a fused residual add is for "
-                                 "inference plans only")
             # the sum post-op accumulates into dst, so the residual must be in the layout the
             # convolution writes anyway. (A binary add post-op could read it in any layout but
             # costs brgconv on AVX2 1.4 ms a call here, more than the add it saves.)
-            preferred = forward_primitive(None).pd.md(dnnl.query_dst_md)
+            preferred = forward(NONE).pd.md(dnnl.query_dst_md)
             residual_memory = builder.overwrite(builder.reorder(
                 residual.memory, preferred, f"{self.name} residual to layout"))
-        fwd = forward_primitive(self.activation,
-                                None if residual_memory is None else residual_memory.desc)
-        separate_add = False
-        if residual_memory is not None and fwd.pd.implementation.startswith("ref"):
-            # oneDNN has no optimized kernel with a sum post-op into this layout (4 channels
-            # in plain NCHW on AVX2): a fast convolution and a separate add instead
-            separate_add = not forward_primitive(None).pd.implementation.startswith("ref")
-            if separate_add:
-                fwd = forward_primitive(None)
+            # oneDNN may have no optimized kernel with a sum post-op into this layout (4
+            # channels in plain NCHW on AVX2): a fast convolution and a separate add instead
+            fwd = prefer(lambda: forward(accumulate() + post_ops(activation),
+                                         residual_memory.desc),
+                         lambda: forward(NONE))
+        else:
+            fwd = forward(post_ops(activation))
+        separate_add = residual is not None and fwd.pd.key == forward(NONE).pd.key
 
         def backward_weights():
-            return builder.primitive(("conv bwd weights", dt, geometry), lambda: PrimitiveDesc(
-                "dnnl_convolution_backward_weights_primitive_desc_create",
-                "convolution backward weights", shapes, dnnl.convolution_direct, src_any.handle,
-                w_grad_any.handle, bias_handle, dst_any.handle, strides, dilates, pad_l_dims,
-                pad_r_dims, fwd.pd.handle, default_attributes().handle))
+            return builder.primitive(*layer.backward_weights(src_any, dst_any, fwd))
 
-        if builder.training and dt != dnnl.f32:
-            # bf16 compute keeps f32 master weights in the layout their gradient comes in.
-            builder.master_layout(kernel_param,
-                                  backward_weights().pd.md(dnnl.query_diff_weights_md))
+        steps = Pass(builder, self.name, lambda desc: self.kernel_value(builder, desc),
+                     self._weight_grads(builder, layer.bias))
+        steps.master_layout(f"{self.name}/{self.kernel_name}", backward_weights)
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
-        args = {dnnl.ARG_SRC: src,
-                dnnl.ARG_WEIGHTS: self.kernel_value(builder, fwd.pd.md(dnnl.query_weights_md)),
-                dnnl.ARG_DST: residual_memory if residual_memory is not None and not separate_add
-                else builder.allocate(fwd.pd.md(dnnl.query_dst_md))}
-        if has_bias:
-            args[dnnl.ARG_BIAS] = self.bias_value(builder, bias_desc)
-        if affine is not None:
-            args[post_op_arg(0)], args[post_op_arg(1)] = affine
-        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
-        output = args[dnnl.ARG_DST]
+        if residual_memory is not None and not separate_add:
+            output = residual_memory  # written in place by the sum post-op
+        else:
+            output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
+        bias = self.bias_value(builder, layer.bias) if layer.bias is not None else None
+        steps.forward(fwd, src, output, bias, affine_args)
         if separate_add:
             add_binary(builder, dnnl.binary_add, residual_memory, output, residual_memory,
-                       f"{self.name} residual add", self.activation, who=f"Conv2D '{self.name}'")
+                       f"{self.name} residual add", activation, who=f"Conv2D '{self.name}'")
             output = residual_memory
 
-        def backward(output_grad):
-            grad = output_grad
-            if not result.activation_grad_applied_downstream:
-                grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            if self.wants_weight_grads(builder):  # not for a frozen layer
-                bwd_w = backward_weights()
-                weights_grad, bias_grad = self.weight_grad_targets(
-                    builder, bwd_w.pd.md(dnnl.query_diff_weights_md), bias_desc)
-                w_args = {
-                    dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
-                                                  f"{self.name} input for weights", backward=True),
-                    dnnl.ARG_DIFF_DST: builder.reorder(
-                        grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
-                        f"{self.name} gradient for weights", backward=True),
-                    dnnl.ARG_DIFF_WEIGHTS: weights_grad}
-                if has_bias:
-                    w_args[dnnl.ARG_DIFF_BIAS] = bias_grad
-                builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
-            if not need_input_grad:
-                return None
-            def make_backward_data(diff_src, diff_dst):
-                return lambda: PrimitiveDesc(
-                    "dnnl_convolution_backward_data_primitive_desc_create",
-                    "convolution backward data", shapes, dnnl.convolution_direct,
-                    diff_src.handle, w_any.handle, diff_dst.handle, strides, dilates,
-                    pad_l_dims, pad_r_dims, fwd.pd.handle, default_attributes().handle)
+        def backward_data(grad):
+            chosen = builder.primitive(*layer.backward_data(src_any, dst_any, fwd))
+            if not PIN_BACKWARD_DATA_LAYOUT or chosen.pd.md(dnnl.query_diff_dst_md) == grad.desc:
+                return chosen
+            # oneDNN picked other layouts than the gradient has (strided convs on AVX2):
+            # gradients in the forward's layouts save two reorders of activation size, unless
+            # only the reference kernel takes them (a strided depthwise convolution in the
+            # blocked layouts of its forward, on AVX2)
+            return prefer(lambda: builder.primitive(*layer.backward_data(src.desc, grad.desc,
+                                                                         fwd)),
+                          lambda: chosen)
 
-            bwd_d = builder.primitive(("conv bwd data", dt, geometry),
-                                      make_backward_data(src_any, dst_any))
-            if PIN_BACKWARD_DATA_LAYOUT and bwd_d.pd.md(dnnl.query_diff_dst_md) != grad.desc:
-                # oneDNN picked other layouts than the gradient has (strided convs on AVX2):
-                # gradients in the forward's layouts save two reorders of activation size
-                try:
-                    pinned = builder.primitive(
-                        ("conv bwd data", dt, geometry, layout_key(grad.desc),
-                         layout_key(src.desc)), make_backward_data(src.desc, grad.desc))
-                    # unless only the reference kernel takes them (a strided depthwise
-                    # convolution in the blocked layouts of its forward, on AVX2)
-                    if (not pinned.pd.implementation.startswith("ref")
-                            or bwd_d.pd.implementation.startswith("ref")):
-                        bwd_d = pinned
-                except DnnlError:
-                    pass
-            input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
-            builder.add_backward(builder.bind(bwd_d, {
-                dnnl.ARG_DIFF_DST: builder.reorder(
-                    grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
-                    f"{self.name} gradient for data", backward=True),
-                dnnl.ARG_WEIGHTS: self.kernel_value(builder, bwd_d.pd.md(dnnl.query_weights_md)),
-                dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
-            return input_grad
+        def backward(output_grad):
+            return steps.backward(output_grad, src, activation, output,
+                                  result.activation_grad_applied_downstream, need_input_grad,
+                                  backward_weights, backward_data)
 
         # conv's backward reads its output only for the activation's derivative
-        result = Tensor(output, x.data_format, activation=self.activation,
+        result = Tensor(output, x.data_format, activation=activation,
                         backward_reads_memory=False)
         return result, backward
+
+    # -- the steps of plan() --------------------------------------------------------------------
+    def _primitives(self, builder, input_dims):
+        """The descriptors of this layer's three primitives for input dims `input_dims`."""
+        output_dims = self.output_dims(input_dims)
+        pad_l, pad_r = self._padding(input_dims[2], input_dims[3])
+        bias = (MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.primitive_bias
+                else None)
+        return Primitives(
+            CONVOLUTION, f"Conv2D '{self.name}' input {list(input_dims)} output "
+            f"{list(output_dims)}", self.parameter_dims(input_dims)[self.kernel_name][0],
+            builder.data_type, bias,
+            (self.strides, tuple(d - 1 for d in self.dilation_rate),  # oneDNN counts the gaps
+             pad_l, pad_r))
+
+    def _activation_descs(self, input_dims, data_type):
+        """(src, dst) descriptors: oneDNN's choice, or the fixed activation_tag."""
+        output_dims = self.output_dims(input_dims)
+        if self.activation_tag is None:
+            return MemoryDesc.any(input_dims, data_type), MemoryDesc.any(output_dims, data_type)
+        return (MemoryDesc.with_tag(input_dims, data_type, self.activation_tag),
+                MemoryDesc.with_tag(output_dims, data_type, self.activation_tag))
+
+    def _folded_affine(self, builder):
+        """(post-ops, their execution arguments) of a folded batch norm's scale and shift."""
+        if self.channel_affine is None:
+            return NONE, {}
+        if builder.training:
+            raise ValueError(f"Conv2D '{self.name}': a folded batch norm is for inference "
+                             "plans only")
+        scale, shift = self.channel_affine.plan(builder, self.filters)
+        post = binary(dnnl.binary_mul, scale.desc) + binary(dnnl.binary_add, shift.desc)
+        return post, {post_op_arg(0): scale, post_op_arg(1): shift}
+
+    def _weight_grads(self, builder, bias_desc):
+        """Pass's weight_grads: None for a frozen layer."""
+        if not self.wants_weight_grads(builder):
+            return None
+        return lambda weights_desc: self.weight_grad_targets(builder, weights_desc, bias_desc)

@@ -24,6 +24,9 @@ b' gradients first; the parameters' gradients are planned once after that sum
 (PlanBuilder.after_gradient_sums).
 
 Shape rule, weights and their names: the convolution's and the ChannelAffine's, unchanged.
+The op is a convolution built from the given one's arguments (which stays as it is); it
+plans Conv2D's own path, overriding only where the weights come from and where their
+gradients go.
 """
 
 import numpy as np
@@ -40,18 +43,31 @@ class Conv2DChannelAffine(Conv2D):
         conv: a Conv2D op without activation or folded batch norm.
         affine: the ChannelAffine op that reads its output: per-channel (1, filters, 1, 1)
             scale and / or shift, and its activation (None or 'relu').
+        activation, channel_affine: an activation (default: the affine's) and a folded batch
+            norm applied after the affine (inference plans: Conv2D.replace).
     """
 
-    def __init__(self, conv, affine):
+    def __init__(self, conv, affine, activation=None, channel_affine=None):
         if conv.activation not in (None, "linear") or conv.channel_affine is not None:
             raise ValueError(f"Conv2D '{conv.name}': a channel affine can only be folded into "
                              "a convolution without activation or folded batch norm")
         if affine.operand_dims != (1, conv.filters, 1, 1):
             raise ValueError(f"ChannelAffine '{affine.name}': operand dims {affine.operand_dims}"
                              f" do not match Conv2D '{conv.name}' of {conv.filters} filters")
-        self.__dict__.update(conv.__dict__)
+        super().__init__(**{**conv.arguments, "activation": activation or affine.activation,
+                            "channel_affine": channel_affine})
         self.affine = affine
-        self.activation = affine.activation
+
+    def replace(self, **changes):
+        """The same fused op with another activation or folded batch norm."""
+        unknown = set(changes) - {"activation", "channel_affine"}
+        if unknown:
+            raise ValueError(f"Conv2D '{self.name}': cannot change {sorted(unknown)} of a "
+                             "convolution with a channel affine")
+        conv = Conv2D(**{**self.arguments, "activation": None, "channel_affine": None})
+        return Conv2DChannelAffine(conv, self.affine,
+                                   changes.get("activation", self.activation),
+                                   changes.get("channel_affine", self.channel_affine))
 
     def parameter_names(self, input_dims):
         return super().parameter_names(input_dims) + self.affine.parameter_names(input_dims)
@@ -60,11 +76,11 @@ class Conv2DChannelAffine(Conv2D):
     def primitive_bias(self):
         return self.use_bias or self.affine.shift is not None
 
-    def forward(self, builder, x, need_input_grad=True, residual=None):
+    def plan(self, builder, x, need_input_grad, activation, residual=None):
         if builder.data_type != dnnl.f32:
             raise NotImplementedError(f"ChannelAffine '{self.affine.name}': runs in float32 "
                                       "only; use the 'float32' dtype policy for this layer")
-        return super().forward(builder, x, need_input_grad, residual)
+        return super().plan(builder, x, need_input_grad, activation, residual)
 
     # -- names and small helpers --------------------------------------------------------------
     def _key(self, what):

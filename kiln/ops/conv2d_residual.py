@@ -7,10 +7,9 @@ reads `x` while its output is still in registers and writes `y` directly. Traini
 separate Add, whose backward hands one gradient to both branches.
 
 The op takes two inputs, (conv input, residual), in that order; weights and their names stay
-the convolution's.
+the convolution's. It plans the convolution's own path (Conv2D.plan) with the residual and the
+activation after the add passed as data: the convolution op itself is left as it is.
 """
-
-import copy
 
 from .base import Op
 
@@ -27,13 +26,9 @@ class Conv2DResidual(Op):
         if conv.activation not in (None, "linear"):
             raise ValueError(f"Conv2D '{conv.name}': a residual add can only be fused into a "
                              f"convolution without activation, got {conv.activation!r}")
-        self.conv = copy.copy(conv)
-        self.conv.activation = activation
+        self.conv = conv
+        self.activation = activation
         self.name = conv.name
-
-    @property
-    def activation(self):
-        return self.conv.activation
 
     def output_dims(self, input_dims):
         conv_dims, residual_dims = input_dims
@@ -49,7 +44,7 @@ class Conv2DResidual(Op):
     def forward(self, builder, xs, need_input_grad=None):
         x, residual = xs
         self.output_dims([x.dims, residual.dims])
-        output, _ = self.conv.forward(builder, x, need_input_grad=False, residual=residual)
+        output, _ = self.conv.plan(builder, x, False, self.activation, residual)
 
         def backward(output_grad):
             raise RuntimeError(f"Conv2D '{self.name}': a fused residual add has no backward "

@@ -1,19 +1,20 @@
 """2D transposed convolution (Keras Conv2DTranspose): shape rule, forward and backward.
 
 oneDNN has it as its own primitives, deconvolution forward / backward-data / backward-weights
-(with DIFF_BIAS), `format_tag any` layouts and the activation fused as a post-op, as for
-Conv2D. Keras's padding rule (`padding` fixes a base shape, `output_padding` adds on the
-right) is converted to oneDNN's left / right padding here; oneDNN takes a negative right
-padding (an output shorter than the full transposed convolution) as Keras's rule needs it.
+(with DIFF_BIAS), `format_tag any` layouts and the activation fused as a post-op, planned on
+the convolution family's path (conv_family.py) as Conv2D. Keras's padding rule (`padding`
+fixes a base shape, `output_padding` adds on the right) is converted to oneDNN's left / right
+padding here; oneDNN takes a negative right padding (an output shorter than the full
+transposed convolution) as Keras's rule needs it.
 """
 
 from ..binding import constants as dnnl
-from ..binding.errors import DnnlError
-from ..binding.memory import MemoryDesc, layout_key, to_dims
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .conv2d import dilated_kernel, forward_kind
-from .eltwise import eltwise_backward, post_ops
+from .conv_family import DECONVOLUTION, Pass, Primitives
+from .eltwise import post_ops
+from .layout_preference import prefer
 from .tensor import Tensor
 
 
@@ -50,20 +51,6 @@ def _blocked(desc):
     """Whether `desc` is neither of the plain 4D activation layouts (nhwc, nchw)."""
     return all(desc != MemoryDesc.with_tag(desc.dims, desc.data_type, tag)
                for tag in (dnnl.acdb, dnnl.abcd))
-
-
-def _unless_reference(chosen, make_pinned, untrusted=()):
-    """`make_pinned()` (a primitive in layouts kiln prefers) unless oneDNN has only its
-    reference kernel for it, one of the `untrusted` implementations, or cannot make it; else
-    `chosen`."""
-    try:
-        pinned = make_pinned()
-    except DnnlError:
-        return chosen
-    implementation = pinned.pd.implementation
-    if implementation.startswith("ref") or any(name in implementation for name in untrusted):
-        return chosen
-    return pinned
 
 
 def untrusted_backward_weights(strides):
@@ -120,111 +107,62 @@ class Conv2DTranspose(Op):
     # -- forward and backward -------------------------------------------------------------------
     def forward(self, builder, x, need_input_grad=True):
         input_dims, output_dims = x.dims, self.output_dims(x.dims)
-        weight_dims = self.parameter_dims(input_dims)["kernel"][0]
         pads = [transpose_padding(*self._axis(i)) for i in range(2)]
         pad_l, pad_r = (pads[0][0], pads[1][0]), (pads[0][1], pads[1][1])
         dt = builder.data_type
-        geometry = (tuple(input_dims), output_dims, self.kernel_size, self.strides, pad_l,
-                    pad_r, self.dilation_rate, self.use_bias)
-        shapes = (f"Conv2DTranspose '{self.name}' input {list(input_dims)} output "
-                  f"{list(output_dims)}")
+        layer = Primitives(
+            DECONVOLUTION, f"Conv2DTranspose '{self.name}' input {list(input_dims)} output "
+            f"{list(output_dims)}", self.parameter_dims(input_dims)["kernel"][0], dt,
+            MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None,
+            (self.strides, tuple(d - 1 for d in self.dilation_rate), pad_l, pad_r))
         src_any, dst_any = MemoryDesc.any(input_dims, dt), MemoryDesc.any(output_dims, dt)
-        w_any = MemoryDesc.any(weight_dims, dt)
-        w_grad_any = MemoryDesc.any(weight_dims, dnnl.f32)  # f32 even when activations are bf16
-        bias_desc = MemoryDesc.with_tag((self.filters,), dnnl.f32) if self.use_bias else None
-        bias_handle = bias_desc.handle if bias_desc is not None else None
-        geometry_args = (to_dims(self.strides), to_dims(tuple(d - 1 for d in self.dilation_rate)),
-                         to_dims(pad_l), to_dims(pad_r))
         kind = forward_kind(builder)
 
-        def make_forward(src_desc):
-            def make():
-                attributes = Attributes(post_ops(self.activation))  # alive until created
-                return PrimitiveDesc(
-                    "dnnl_deconvolution_forward_primitive_desc_create", "deconvolution forward",
-                    shapes, kind, dnnl.deconvolution_direct, src_desc.handle, w_any.handle,
-                    bias_handle, dst_any.handle, *geometry_args, attributes.handle)
-            return make
+        def forward(src_desc):
+            return builder.primitive(*layer.forward(kind, src_desc, dst_any,
+                                                    post_ops(self.activation)))
 
-        fwd = builder.primitive(("deconv fwd", kind, dt, geometry, self.activation),
-                                make_forward(src_any))
+        fwd = forward(src_any)
         if (PIN_INPUT_LAYOUT and _blocked(x.memory.desc)
                 and fwd.pd.md(dnnl.query_src_md) != x.memory.desc):
             # oneDNN's own choice on AVX2 is brgconv in nhwc: after a convolution that wrote
             # a blocked layout, the input's layout saves reordering the input twice (forward,
             # backward-weights) and the output gradient twice (both backward passes)
-            fwd = _unless_reference(fwd, lambda: builder.primitive(
-                ("deconv fwd", kind, dt, geometry, self.activation,
-                 layout_key(x.memory.desc)), make_forward(x.memory.desc)))
+            chosen = fwd
+            fwd = prefer(lambda: forward(x.memory.desc), lambda: chosen)
         src_desc, dst_desc = fwd.pd.md(dnnl.query_src_md), fwd.pd.md(dnnl.query_dst_md)
-
-        def make_backward_weights(src_layout, dst_layout):
-            return lambda: PrimitiveDesc(
-                "dnnl_deconvolution_backward_weights_primitive_desc_create",
-                "deconvolution backward weights", shapes, dnnl.deconvolution_direct,
-                src_layout.handle, w_grad_any.handle, bias_handle, dst_layout.handle,
-                *geometry_args, fwd.pd.handle, default_attributes().handle)
 
         def backward_weights():
             """In the forward's layouts, unless only the reference kernel takes them."""
-            chosen = builder.primitive(("deconv bwd weights", dt, geometry),
-                                       make_backward_weights(src_any, dst_any))
-            return _unless_reference(chosen, lambda: builder.primitive(
-                ("deconv bwd weights", dt, geometry, layout_key(src_desc),
-                 layout_key(dst_desc)), make_backward_weights(src_desc, dst_desc)),
+            return prefer(
+                lambda: builder.primitive(*layer.backward_weights(src_desc, dst_desc, fwd)),
+                lambda: builder.primitive(*layer.backward_weights(src_any, dst_any, fwd)),
                 untrusted_backward_weights(self.strides))
 
+        def backward_data(grad):
+            return prefer(
+                lambda: builder.primitive(*layer.backward_data(src_desc, dst_desc, fwd)),
+                lambda: builder.primitive(*layer.backward_data(src_any, dst_any, fwd)))
+
         kernel = f"{self.name}/kernel"
-        if builder.training and dt != dnnl.f32:
-            builder.master_layout(kernel, backward_weights().pd.md(dnnl.query_diff_weights_md))
-        src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
-        output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
-        args = {dnnl.ARG_SRC: src,
-                dnnl.ARG_WEIGHTS: builder.param(kernel, fwd.pd.md(dnnl.query_weights_md)),
-                dnnl.ARG_DST: output}
-        if self.use_bias:
-            args[dnnl.ARG_BIAS] = builder.param(f"{self.name}/bias", bias_desc)
-        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
+
+        def weight_grads(weights_desc):
+            bias = (builder.param_grad(f"{self.name}/bias", layer.bias) if self.use_bias
+                    else None)
+            return builder.param_grad(kernel, weights_desc), bias
+
+        steps = Pass(builder, self.name, lambda desc: builder.param(kernel, desc),
+                     weight_grads if builder.wants_grad(kernel) else None)
+        steps.master_layout(kernel, backward_weights)
+        src = builder.reorder(x.memory, src_desc, f"{self.name} input")
+        output = builder.allocate(dst_desc)
+        steps.forward(fwd, src, output, builder.param(f"{self.name}/bias", layer.bias)
+                      if self.use_bias else None)
 
         def backward(output_grad):
-            grad = output_grad
-            if not result.activation_grad_applied_downstream:
-                grad = eltwise_backward(builder, self.activation, output, output_grad, self.name)
-            if builder.wants_grad(kernel):  # not for a frozen layer
-                bwd_w = backward_weights()
-                w_args = {
-                    dnnl.ARG_SRC: builder.reorder(src, bwd_w.pd.md(dnnl.query_src_md),
-                                                  f"{self.name} input for weights", backward=True),
-                    dnnl.ARG_DIFF_DST: builder.reorder(
-                        grad, bwd_w.pd.md(dnnl.query_diff_dst_md),
-                        f"{self.name} gradient for weights", backward=True),
-                    dnnl.ARG_DIFF_WEIGHTS: builder.param_grad(
-                        kernel, bwd_w.pd.md(dnnl.query_diff_weights_md))}
-                if self.use_bias:
-                    w_args[dnnl.ARG_DIFF_BIAS] = builder.param_grad(f"{self.name}/bias", bias_desc)
-                builder.add_backward(builder.bind(bwd_w, w_args, f"{self.name} backward weights"))
-            if not need_input_grad:
-                return None
-            def make_backward_data(src_layout, dst_layout):
-                return lambda: PrimitiveDesc(
-                    "dnnl_deconvolution_backward_data_primitive_desc_create",
-                    "deconvolution backward data", shapes, dnnl.deconvolution_direct,
-                    src_layout.handle, w_any.handle, dst_layout.handle, *geometry_args,
-                    fwd.pd.handle, default_attributes().handle)
-
-            bwd_d = builder.primitive(("deconv bwd data", dt, geometry),
-                                      make_backward_data(src_any, dst_any))
-            bwd_d = _unless_reference(bwd_d, lambda: builder.primitive(
-                ("deconv bwd data", dt, geometry, layout_key(src_desc), layout_key(dst_desc)),
-                make_backward_data(src_desc, dst_desc)))
-            input_grad = builder.allocate(bwd_d.pd.md(dnnl.query_diff_src_md))
-            builder.add_backward(builder.bind(bwd_d, {
-                dnnl.ARG_DIFF_DST: builder.reorder(
-                    grad, bwd_d.pd.md(dnnl.query_diff_dst_md),
-                    f"{self.name} gradient for data", backward=True),
-                dnnl.ARG_WEIGHTS: builder.param(kernel, bwd_d.pd.md(dnnl.query_weights_md)),
-                dnnl.ARG_DIFF_SRC: input_grad}, f"{self.name} backward data"))
-            return input_grad
+            return steps.backward(output_grad, src, self.activation, output,
+                                  result.activation_grad_applied_downstream, need_input_grad,
+                                  backward_weights, backward_data)
 
         result = Tensor(output, x.data_format, activation=self.activation,
                         backward_reads_memory=False)

@@ -1,12 +1,14 @@
 """Element-wise activations: every Keras activation as oneDNN eltwise (or numba where oneDNN
 has no algorithm), one table for standalone activations and for post-op fusion.
 
-An activation is named by a string: its Keras name ("relu", "gelu", "silu", ...) or, with
-arguments other than Keras's defaults, `activation_name("relu", max_value=6.0)` ->
-"relu(max_value=6.0)". `spec(name)` resolves it to an `EltwiseSpec`:
+An activation is named by its Keras name ("relu", "gelu", "silu", ...) or, with arguments
+other than Keras's defaults, by the value `activation_name("relu", max_value=6.0)`: an
+`ActivationName` that keeps the arguments as data and reads as "relu(max_value=6.0)" in
+labels. `spec(name)` resolves it to an `EltwiseSpec` (from the arguments, never by reading
+the text back):
 
-- `post_ops`: the oneDNN eltwise ops that compute it (fused into conv / dense / add as post-ops,
-  or run as one standalone eltwise primitive when there is one); None when oneDNN cannot.
+- `post_ops`: the oneDNN eltwise ops that compute it, a PostOps value (fused into conv / dense /
+  add, or run as one standalone eltwise primitive when there is one); None when oneDNN cannot.
 - the backward: one oneDNN eltwise backward algorithm, or a numba kernel, reading either the
   activation's output ("dst") or its input ("src").
 
@@ -15,16 +17,14 @@ the output, the only thing a fused primitive saves. Those whose derivative needs
 (gelu, swish, mish, hard_silu) stay standalone ops that keep their input for backward.
 """
 
-import ast
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.post_ops import NONE, Eltwise, PostOps
 from . import eltwise_kernels as kernels
 from .numba_config import PARALLEL, njit, prange
 
@@ -33,13 +33,13 @@ IDENTITY = (None, "linear")
 
 @dataclass(frozen=True)
 class EltwiseSpec:
-    """How one activation runs. post_ops: ((alg, alpha, beta), ...) or None; backward:
+    """How one activation runs. post_ops: a PostOps of Eltwise items, or None; backward:
     (oneDNN alg, alpha, beta) or a numba kernel (saved, dy, dx, a, b, c); reads: "dst" or
     "src"; forward_kernel: numba (x, y, a, b, c) when post_ops is not one oneDNN op; params:
     the kernels' (a, b, c); monotone: non-decreasing (max pooling may then apply the
     derivative after pooling)."""
 
-    post_ops: tuple | None
+    post_ops: PostOps | None
     backward: object
     reads: str
     forward_kernel: object = None
@@ -53,8 +53,13 @@ class EltwiseSpec:
 
 def _onednn(alg, alpha=0.0, beta=0.0, backward=None, reads="src", monotone=False):
     """One oneDNN algorithm forward; backward `backward` (default: the same, from src)."""
-    return EltwiseSpec(((alg, alpha, beta),), (backward or alg, alpha, beta), reads,
+    return EltwiseSpec(_chain((alg, alpha, beta)), (backward or alg, alpha, beta), reads,
                        monotone=monotone)
+
+
+def _chain(*items):
+    """A PostOps of eltwise (alg, alpha, beta) items."""
+    return PostOps(tuple(Eltwise(alg, float(alpha), float(beta)) for alg, alpha, beta in items))
 
 
 def _relu(negative_slope=0.0, max_value=None, threshold=0.0):
@@ -103,14 +108,14 @@ _BUILDERS = {
     "mish": (lambda: _onednn(dnnl.eltwise_mish), {}),
     # relu6(x + 3) / 6: oneDNN's hardsigmoid / hardswish with alpha 1/6, beta 1/2
     "hard_silu": (lambda: _onednn(dnnl.eltwise_hardswish, 1.0 / 6.0, 0.5), {}),
-    "hard_sigmoid": (lambda: EltwiseSpec(((dnnl.eltwise_hardsigmoid, 1.0 / 6.0, 0.5),),
+    "hard_sigmoid": (lambda: EltwiseSpec(_chain((dnnl.eltwise_hardsigmoid, 1.0 / 6.0, 0.5)),
                                          kernels.hard_sigmoid_backward_dst, "dst",
                                          params=(1.0 / 6.0, 0.0, 0.0), monotone=True), {}),
-    "softplus": (lambda: EltwiseSpec(((dnnl.eltwise_soft_relu, 1.0, 0.0),),
+    "softplus": (lambda: EltwiseSpec(_chain((dnnl.eltwise_soft_relu, 1.0, 0.0)),
                                      kernels.softplus_backward_dst, "dst", monotone=True), {}),
     # scale * elu(x, alpha): two post-ops, one numba kernel standalone
-    "selu": (lambda: EltwiseSpec(((dnnl.eltwise_elu, kernels.SELU_ALPHA, 0.0),
-                                  (dnnl.eltwise_linear, kernels.SELU_SCALE, 0.0)),
+    "selu": (lambda: EltwiseSpec(_chain((dnnl.eltwise_elu, kernels.SELU_ALPHA, 0.0),
+                                        (dnnl.eltwise_linear, kernels.SELU_SCALE, 0.0)),
                                  kernels.selu_backward_dst, "dst", kernels.selu_forward,
                                  monotone=True), {}),
     "softsign": (lambda: EltwiseSpec(None, kernels.softsign_backward_dst, "dst",
@@ -121,9 +126,28 @@ ALIASES = {"swish": "silu", "hard_swish": "hard_silu"}
 NAMES = sorted(_BUILDERS)
 
 
+class ActivationName(str):
+    """A Keras activation with arguments: the text is its display ("relu(max_value=6.0)", as
+    labels, keys and comparisons with plain names use it); `base` and `arguments` (sorted
+    (key, value) pairs) are what `spec` reads. Immutable, as str."""
+
+    __slots__ = ("base", "arguments")
+
+    def __new__(cls, base, arguments=()):
+        arguments = tuple(sorted(arguments))
+        text = f"{base}({', '.join(f'{key}={value!r}' for key, value in arguments)})"
+        name = super().__new__(cls, text)
+        name.base, name.arguments = base, arguments
+        return name
+
+    def __getnewargs__(self):  # copies and pickles rebuild it from the data, not the text
+        return (self.base, self.arguments)
+
+
 def activation_name(base, **arguments):
-    """The canonical name of Keras activation `base` with `arguments` (those equal to Keras's
-    defaults are left out): activation_name("relu", max_value=6) -> "relu(max_value=6.0)"."""
+    """Keras activation `base` with `arguments` (those equal to Keras's defaults are left out):
+    the plain name without any, else an ActivationName: activation_name("relu", max_value=6)
+    reads "relu(max_value=6.0)"."""
     base = ALIASES.get(base, base)
     defaults = _BUILDERS[base][1]
     given = {key: (float(value) if isinstance(value, (int, float))
@@ -131,24 +155,23 @@ def activation_name(base, **arguments):
              for key, value in arguments.items() if value != defaults[key]}
     if not given:
         return base
-    return f"{base}({', '.join(f'{key}={value!r}' for key, value in sorted(given.items()))})"
-
-
-_NAME = re.compile(r"^(\w+)(?:\((.*)\))?$")
+    return ActivationName(base, given.items())
 
 
 @lru_cache(maxsize=None)
+def _spec(base, arguments):
+    return _BUILDERS[base][0](**dict(arguments))
+
+
 def spec(name):
-    """The EltwiseSpec of an activation name (see activation_name); KeyError when unknown."""
-    match = _NAME.match(name) if isinstance(name, str) else None
-    if match is None or ALIASES.get(match.group(1), match.group(1)) not in _BUILDERS:
+    """The EltwiseSpec of an activation: a Keras name or an ActivationName (activation_name);
+    KeyError when unknown."""
+    if isinstance(name, ActivationName):
+        return _spec(name.base, name.arguments)
+    base = ALIASES.get(name, name) if isinstance(name, str) else None
+    if base not in _BUILDERS:
         raise KeyError(name)
-    builder, _ = _BUILDERS[ALIASES.get(match.group(1), match.group(1))]
-    arguments = {}
-    for item in filter(None, (match.group(2) or "").split(", ")):
-        key, value = item.split("=", 1)
-        arguments[key] = ast.literal_eval(value)
-    return builder(**arguments)
+    return _spec(base, ())
 
 
 def known(name):
@@ -172,9 +195,9 @@ ACTIVATIONS = {name: spec(name) for name in NAMES if spec(name).fusable}
 
 
 def post_ops(activation):
-    """The eltwise post-op list for a fused activation (empty for linear)."""
+    """The PostOps of a fused activation (empty for linear; None when oneDNN has none)."""
     if activation in IDENTITY:
-        return ()
+        return NONE
     return spec(activation).post_ops
 
 
@@ -193,10 +216,9 @@ def _check_f32(desc, activation, label):
 
 
 def _forward_pd(builder, alg, alpha, beta, desc, prop_kind):
-    key = ("eltwise fwd", prop_kind, alg, alpha, beta, layout_key(desc))
-    return builder.primitive(key, lambda: PrimitiveDesc(
+    return builder.primitive(*descriptor(
         "dnnl_eltwise_forward_primitive_desc_create", "eltwise forward", f"alg {alg} {desc}",
-        prop_kind, alg, desc.handle, desc.handle, alpha, beta, default_attributes().handle))
+        prop_kind, alg, desc, desc, alpha, beta))
 
 
 def eltwise_backward(builder, activation, output, output_grad, label, source=None):
@@ -241,11 +263,9 @@ def eltwise_backward(builder, activation, output, output_grad, label, source=Non
         return input_grad
     alg, alpha, beta = eltwise.backward
     hint = _forward_pd(builder, alg, alpha, beta, desc, dnnl.forward_training).pd
-    primitive = builder.primitive(("eltwise bwd", alg, alpha, beta, layout_key(desc)),
-                                  lambda: PrimitiveDesc(
+    primitive = builder.primitive(*descriptor(
         "dnnl_eltwise_backward_primitive_desc_create", "eltwise backward",
-        f"{activation} {desc}", alg, desc.handle, desc.handle, desc.handle, alpha, beta,
-        hint.handle, default_attributes().handle))
+        f"{activation} {desc}", alg, desc, desc, desc, alpha, beta, hint))
     data_arg = dnnl.ARG_DST if eltwise.reads == "dst" else dnnl.ARG_SRC
     builder.add_backward(builder.bind(
         primitive, {data_arg: saved, dnnl.ARG_DIFF_DST: grad, dnnl.ARG_DIFF_SRC: input_grad},
@@ -265,7 +285,8 @@ def eltwise_forward(builder, activation, source, label):
         builder.add_forward(builder.memory_kernel(
             eltwise.forward_kernel, (source, output, *eltwise.params), f"{label} {activation}"))
         return output
-    alg, alpha, beta = eltwise.post_ops[0]
+    item = eltwise.post_ops.items[0]
+    alg, alpha, beta = item.alg, item.alpha, item.beta
     if eltwise.reads == "dst" and isinstance(eltwise.backward, tuple):
         alg = eltwise.backward[0]  # the *_use_dst_for_bwd form, so backward reads the output
     primitive = _forward_pd(builder, alg, alpha, beta, desc, builder.prop_kind)

@@ -20,10 +20,12 @@ import ctypes
 import numpy as np
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import descriptor
 from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import Attributes, PrimitiveDesc, default_attributes
+from ..binding.primitive import PrimitiveDesc, default_attributes
 from .base import Op
 from .eltwise import ACTIVATIONS, IDENTITY, eltwise_backward, post_ops
+from .layout_preference import prefer
 from .numba_config import PARALLEL, THREADS, get_thread_id, njit, prange
 from .tensor import Tensor
 
@@ -99,12 +101,14 @@ def add_call(builder, make, args, label, backward=False, keeps_zeros=True):
     (`keeps_zeros`: 0 op 0 = 0, relu(0) = 0, but sigmoid(0) = 0.5).
     """
     desc = next(iter(args.values())).desc
-    primitive = make(desc)
     padded = desc.size != np.prod(desc.dims) * ITEMSIZE[desc.data_type]
-    if primitive.pd.implementation.startswith("ref") and (keeps_zeros or not padded):
-        flat = MemoryDesc.with_tag((desc.size // ITEMSIZE[desc.data_type],), desc.data_type,
-                                   dnnl.a)
-        primitive = make(flat)
+    flat = MemoryDesc.with_tag((desc.size // ITEMSIZE[desc.data_type],), desc.data_type,
+                               dnnl.a)
+    if keeps_zeros or not padded:
+        primitive = prefer(lambda: make(desc), lambda: make(flat))
+    else:
+        primitive = make(desc)
+    if primitive.pd.md(dnnl.query_dst_md) == flat:
         args = {arg: Memory(flat, memory.storage) for arg, memory in args.items()}
     call = builder.bind(primitive, args, label)
     (builder.add_backward if backward else builder.add_forward)(call)
@@ -114,12 +118,9 @@ def add_binary(builder, alg, src0, src1, dst, label, activation=None, who="", ba
     """dst = src0 (alg) src1 with an optional fused activation, all in dst's layout (see
     add_call); `who` names the op in errors (bf16 where oneDNN lacks it: no AVX-512)."""
     def make(desc):
-        def create():
-            attributes = Attributes(post_ops(activation))  # alive until the pd exists
-            return PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary",
-                                 f"{who} {ALGORITHM_NAMES[alg]} {desc}", alg, desc.handle,
-                                 desc.handle, desc.handle, attributes.handle)
-        return builder.primitive(("binary", alg, layout_key(desc), activation), create)
+        return builder.primitive(*descriptor(
+            "dnnl_binary_primitive_desc_create", "binary", f"{who} {ALGORITHM_NAMES[alg]} {desc}",
+            alg, desc, desc, desc, post_ops=post_ops(activation)))
     add_call(builder, make, {dnnl.ARG_SRC: src0, dnnl.ARG_SRC_1: src1, dnnl.ARG_DST: dst},
              label, backward, keeps_zeros=activation in (None, "relu", "tanh"))
 
@@ -144,12 +145,10 @@ def add_sum(builder, sources, dst, label, scale=1.0, who=""):
 def linear(builder, source, alpha, label):
     """A new buffer alpha * source, in source's layout (eltwise linear, added to backward)."""
     desc = source.desc
-    primitive = builder.primitive(
-        ("eltwise fwd", dnnl.forward_inference, dnnl.eltwise_linear, alpha, layout_key(desc)),
-        lambda: PrimitiveDesc("dnnl_eltwise_forward_primitive_desc_create", "eltwise forward",
-                              f"{label}: linear {alpha} {desc}", dnnl.forward_inference,
-                              dnnl.eltwise_linear, desc.handle, desc.handle, alpha, 0.0,
-                              default_attributes().handle))
+    primitive = builder.primitive(*descriptor(
+        "dnnl_eltwise_forward_primitive_desc_create", "eltwise forward",
+        f"{label}: linear {alpha} {desc}", dnnl.forward_inference, dnnl.eltwise_linear, desc,
+        desc, alpha, 0.0))
     target = builder.allocate(desc)
     builder.add_backward(builder.bind(primitive, {dnnl.ARG_SRC: source, dnnl.ARG_DST: target},
                                       label))

@@ -11,8 +11,10 @@ adapted between steps take effect.
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import Attributes, PrimitiveDesc, post_op_arg
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
+from ..binding.post_ops import NONE, binary
+from ..binding.primitive import post_op_arg
 from .base import Op
 from .numba_config import SERIAL, njit
 from .softmax import logical_axis
@@ -86,14 +88,11 @@ class Normalization(Op):
         shapes = f"Normalization '{self.name}' {desc}"
 
         def multiply(post_ops):
-            attributes = Attributes(post_ops)
-            return builder.primitive(
-                ("binary mul", layout_key(desc), broadcast, attributes.key),
-                lambda: PrimitiveDesc("dnnl_binary_primitive_desc_create", "binary mul", shapes,
-                                      dnnl.binary_mul, desc.handle, coefficient_desc.handle,
-                                      desc.handle, attributes.handle))
+            return builder.primitive(*descriptor(
+                "dnnl_binary_primitive_desc_create", "binary mul", shapes, dnnl.binary_mul,
+                desc, coefficient_desc, desc, post_ops=post_ops))
 
-        fwd = multiply((("binary", dnnl.binary_add, coefficient_desc),))
+        fwd = multiply(binary(dnnl.binary_add, coefficient_desc))
         output = builder.allocate(desc)
         builder.add_forward(builder.bind(fwd, {dnnl.ARG_SRC: x.memory, dnnl.ARG_SRC_1: scale,
                                                post_op_arg(0): shift, dnnl.ARG_DST: output},
@@ -104,7 +103,7 @@ class Normalization(Op):
                 return None
             grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
             input_grad = grad if builder.writable(grad) else builder.allocate(desc)
-            builder.add_backward(builder.bind(multiply(()), {
+            builder.add_backward(builder.bind(multiply(NONE), {
                 dnnl.ARG_SRC: grad, dnnl.ARG_SRC_1: scale, dnnl.ARG_DST: input_grad},
                 f"{self.name} backward"))
             return input_grad

@@ -1,5 +1,6 @@
 """Every Keras activation of kiln.ops.eltwise's table, standalone and fused into a conv /
-dense, against float64 numpy (Keras 3's formulas) and central differences."""
+dense, against float64 numpy (Keras 3's formulas) and central differences. Activations with
+arguments are the values activation_name makes (they read as "relu(max_value=6.0)")."""
 
 import math
 
@@ -35,7 +36,7 @@ REFERENCES = {
     "elu": lambda z: np.where(z > 0, z, np.expm1(z)),
     "selu": lambda z: SELU_SCALE * np.where(z > 0, z, SELU_ALPHA * np.expm1(z)),
     "gelu": lambda z: 0.5 * z * (1 + erf(z / np.sqrt(2))),
-    "gelu(approximate=True)": lambda z: 0.5 * z * (1 + np.tanh(
+    activation_name("gelu", approximate=True): lambda z: 0.5 * z * (1 + np.tanh(
         np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3))),
     "silu": lambda z: z * sigmoid(z),
     "hard_sigmoid": lambda z: np.clip(z + 3, 0, 6) / 6,
@@ -46,14 +47,14 @@ REFERENCES = {
     "mish": lambda z: z * np.tanh(np.log1p(np.exp(z))),
     "tanh": np.tanh,
     "sigmoid": sigmoid,
-    "relu(max_value=6.0)": lambda z: keras_relu(z, max_value=6.0),
-    "relu(max_value=1.5)": lambda z: keras_relu(z, max_value=1.5),
-    "relu(negative_slope=0.1)": lambda z: keras_relu(z, negative_slope=0.1),
-    "relu(threshold=0.5)": lambda z: keras_relu(z, threshold=0.5),
-    "relu(max_value=2.0, negative_slope=0.1, threshold=0.5)":
+    activation_name("relu", max_value=6.0): lambda z: keras_relu(z, max_value=6.0),
+    activation_name("relu", max_value=1.5): lambda z: keras_relu(z, max_value=1.5),
+    activation_name("relu", negative_slope=0.1): lambda z: keras_relu(z, negative_slope=0.1),
+    activation_name("relu", threshold=0.5): lambda z: keras_relu(z, threshold=0.5),
+    activation_name("relu", max_value=2.0, negative_slope=0.1, threshold=0.5):
         lambda z: keras_relu(z, 0.1, 2.0, 0.5),
-    "leaky_relu(negative_slope=0.3)": lambda z: np.where(z > 0, z, 0.3 * z),
-    "elu(alpha=0.5)": lambda z: np.where(z > 0, z, 0.5 * np.expm1(z)),
+    activation_name("leaky_relu", negative_slope=0.3): lambda z: np.where(z > 0, z, 0.3 * z),
+    activation_name("elu", alpha=0.5): lambda z: np.where(z > 0, z, 0.5 * np.expm1(z)),
     "swish": lambda z: z * sigmoid(z),
 }
 
@@ -105,16 +106,18 @@ def test_names_and_aliases():
 def test_which_activations_fuse():
     """Fused only where the backward reads the output, the one thing a fused primitive keeps."""
     fused = {"relu", "relu6", "leaky_relu", "elu", "selu", "tanh", "sigmoid", "exponential",
-             "hard_sigmoid", "softplus", "relu(max_value=6.0)", "leaky_relu(negative_slope=0.3)"}
-    unfused = {"gelu", "gelu(approximate=True)", "silu", "swish", "mish", "hard_silu",
-               "softsign", "relu(threshold=0.5)", "elu(alpha=-0.5)", "softmax", "linear"}
+             "hard_sigmoid", "softplus", activation_name("relu", max_value=6.0),
+             activation_name("leaky_relu", negative_slope=0.3)}
+    unfused = {"gelu", activation_name("gelu", approximate=True), "silu", "swish", "mish",
+               "hard_silu", "softsign", activation_name("relu", threshold=0.5),
+               activation_name("elu", alpha=-0.5), "softmax", "linear"}
     assert all(name in FUSABLE for name in fused)
     assert not any(name in FUSABLE for name in unfused)
     assert spec("gelu").reads == "src" and spec("relu6").reads == "dst"
 
 
 FUSED = ["relu6", "leaky_relu", "elu", "selu", "exponential", "hard_sigmoid", "softplus",
-         "relu(max_value=1.5)"]
+         activation_name("relu", max_value=1.5)]
 
 
 @pytest.mark.parametrize("data_format", [CHANNELS_LAST, CHANNELS_FIRST])
@@ -160,7 +163,8 @@ def test_activation_fused_into_dense(name):
              dy, reference, rtol=1e-4, atol=1e-5, eps=1e-2, entries=8)
 
 
-@pytest.mark.parametrize("name", ["gelu", "softsign", "selu", "relu(threshold=0.5)"])
+@pytest.mark.parametrize("name", ["gelu", "softsign", "selu",
+                                  activation_name("relu", threshold=0.5)])
 def test_inference_plan_has_no_backward(name):
     x = np.random.default_rng(7).normal(size=(3, 8)).astype(np.float32)
     harness = OpHarness(Activation("a", name), x, training=False)
