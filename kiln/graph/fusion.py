@@ -20,7 +20,6 @@ pairs and applies the rules; rules.py lists them in the order they are tried, wi
 each applies to (the functions here say only what they fold).
 """
 
-import copy
 
 from ..ops import (
     FUSABLE,
@@ -69,13 +68,9 @@ def fold_relu(producer, consumer):
     if not (isinstance(consumer, Activation) and consumer.activation == "relu"):
         return None
     if isinstance(producer, BatchNorm) and not producer.fuse_relu:
-        merged = copy.copy(producer)
-        merged.fuse_relu = True
-        return merged
+        return producer.replace(fuse_relu=True)
     if isinstance(producer, Add) and producer.activation is None:
-        merged = copy.copy(producer)
-        merged.activation = "relu"
-        return merged
+        return producer.replace(activation="relu")
     return None
 
 
@@ -93,9 +88,7 @@ def fold_channel_affine(producer, consumer):
     ChannelAffine, or a per-channel add or multiply, + Activation('relu') -> with the relu."""
     relu = isinstance(consumer, Activation) and consumer.activation == "relu"
     if isinstance(producer, ChannelAffine) and producer.activation is None and relu:
-        merged = copy.copy(producer)
-        merged.activation = "relu"
-        return merged
+        return producer.replace(activation="relu")
     scale = _per_channel_operand(producer, "multiply")
     shift = _per_channel_operand(consumer, "add")
     if (scale is not None and shift is not None and producer.name == consumer.name

@@ -13,7 +13,6 @@ SymbolicTensor) and the output's loss head (kiln.ops.losses). It returns None, R
 the op to plan in place of `op`.
 """
 
-import copy
 
 from ..ops import Activation, Dense
 from ..ops.softmax import Softmax
@@ -34,7 +33,5 @@ def head_applies_final_activation(op, tensor, head):
 def head_takes_dense_activation(op, tensor, head):
     """Dense(activation the head can apply) -> the same Dense without its activation."""
     if isinstance(op, Dense) and head.can_fuse(op.activation):
-        bare = copy.copy(op)
-        bare.activation = None
-        return bare
+        return op.replace(activation=None)
     return None

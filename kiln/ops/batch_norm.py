@@ -53,6 +53,18 @@ class BatchNorm(Op):
         self.scale = bool(scale)
         self.fuse_relu = bool(fuse_relu)
 
+    def replace(self, **changes):
+        """A new op of this class with `changes` to the arguments (the fused relu); the state
+        the front end sets after construction (`frozen`, a SyncBatchNorm's `sync`) carries
+        over. This one is left as it is."""
+        arguments = {"name": self.name, "epsilon": self.epsilon, "momentum": self.momentum,
+                     "center": self.center, "scale": self.scale, "fuse_relu": self.fuse_relu}
+        new = type(self)(**{**arguments, **changes})
+        for attribute in ("frozen", "sync"):
+            if attribute in self.__dict__:
+                setattr(new, attribute, self.__dict__[attribute])
+        return new
+
     # -- shape rule -----------------------------------------------------------------------------
     def output_dims(self, input_dims):
         if len(input_dims) not in (2, 4):

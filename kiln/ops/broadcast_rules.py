@@ -5,8 +5,8 @@ and the binary primitive of one operation."""
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc
 from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .tensor import CHANNELS_LAST
 
 COMPARISONS = ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal")

@@ -22,8 +22,8 @@ Either parameter may be absent (an add then relu, a multiply then relu).
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import Memory, MemoryDesc, layout_key
 from ..binding.descriptor import descriptor
+from ..binding.memory import Memory, MemoryDesc, layout_key
 from ..binding.post_ops import NONE, binary, eltwise
 from ..binding.primitive import post_op_arg
 from . import channel_affine_kernels as kernels
@@ -94,6 +94,12 @@ class ChannelAffine(Op):
                              f"dims {tuple(shift[1])} differ")
         self.name = name
         self.scale, self.shift, self.activation = scale, shift, activation
+
+    def replace(self, **changes):
+        """A new ChannelAffine with `changes` to the arguments (a fused relu)."""
+        arguments = {"name": self.name, "scale": self.scale, "shift": self.shift,
+                     "activation": self.activation}
+        return ChannelAffine(**{**arguments, **changes})
 
     @property
     def operand_dims(self):

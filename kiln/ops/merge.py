@@ -220,6 +220,10 @@ class Add(_ElementwiseMerge):
                              f"one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.activation = None if activation in IDENTITY else activation
 
+    def replace(self, **changes):
+        """A new Add with `changes` to the arguments (a fused activation)."""
+        return Add(**{"name": self.name, "activation": self.activation, **changes})
+
     def _plan(self, builder, sources, result, need):
         output = result.memory
         if len(sources) == 2 or self.activation is not None:

@@ -28,8 +28,8 @@ from ..binding import constants as dnnl
 from ..binding.engine import wait
 from ..binding.memory import Memory, MemoryDesc
 from ..graph.rules import fuse_heads
-from ..runtime.interrupts import interrupts_deferred
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
+from ..runtime.interrupts import interrupts_deferred
 from . import sub_batches
 from .builder import PlanBuilder
 from .loss_plan import OutputLoss, plan_heads, resolve
