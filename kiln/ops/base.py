@@ -12,8 +12,11 @@ kernels where oneDNN has none), side by side in one module:
                               ops reads weights of both)
     state_dims(dims)          the same for non-trainable state the step updates
                               (BatchNormalization's moving statistics)
-    per_image                 True when the op treats each image alone (it may then run in
-                              sub-batches of the batch, see plan/sub_batches.py)
+    per_image                 True when the plan may run the op in sub-batches of the batch
+                              (plan/sub_batches.py reads only this): the op takes one input,
+                              treats each image alone, and has been checked to plan and train
+                              the same in sub-batches. An op that treats images alone but was
+                              never planned so says False (ChannelAffine, BroadcastBinary).
     forward(builder, x, need_input_grad)
                               plans the forward calls and returns (output Tensor, backward);
                               for arity None, `x` is a list of Tensors and `need_input_grad`

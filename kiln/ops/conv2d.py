@@ -84,6 +84,7 @@ class Conv2D(Op):
     """
 
     channel_affine = None
+    per_image = True
 
     def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
                  activation=None, use_bias=True, dilation_rate=(1, 1), groups=1,
