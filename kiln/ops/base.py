@@ -76,13 +76,14 @@ class Builder(Protocol):
     def allocate(self, desc: Any) -> Any:
         """A new Memory of layout `desc` for a call's output or a temporary. Its bytes may be
         shared later with buffers whose lifetimes do not overlap (the plan lays buffers out
-        by liveness when it is complete), and inside a sub-batch it is a slice of a buffer of
-        the whole batch: allocate the same buffers in the same order whatever the slice."""
+        by liveness when it is complete). Inside a sub-batch it is that sub-batch's part
+        (plan/sub_batch_buffers.py): allocate the same buffers in the same order whatever the
+        sub-batch."""
 
     def keep(self, memory: Any) -> Any:
-        """Give `memory` bytes of its own, never shared with another buffer: for buffers read
-        outside the plan's calls (a plan edge the user reads, a moving statistic). Returns
-        `memory`."""
+        """Give `memory` bytes of its own, never shared with another buffer: for a buffer read
+        outside the plan's calls (outputs a loss head hands the user) or through another
+        Memory over its bytes (a `view` with other dims). Returns `memory`."""
 
     def transient(self, memory: Any) -> Any:
         """Declare that nothing reads `memory` after the consumer about to be planned (not
