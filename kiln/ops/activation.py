@@ -26,6 +26,12 @@ class Activation(Op):
         self.name = name
         self.activation = activation
 
+    @property
+    def per_image(self):
+        # "softmax" stays out of sub-batches, as it always has (the sub-batch front used to
+        # be an isinstance list that excluded it); every other activation runs per image
+        return self.activation != "softmax"
+
     def output_dims(self, input_dims):
         return tuple(input_dims)
 

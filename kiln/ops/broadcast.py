@@ -95,10 +95,9 @@ class BroadcastBinary(Op):
             self.constant_array = (values, dims, tag)
         self.arity = (None if operand is None and constant is None and constant_array is None
                       else 1)
-        # a parameter of batch 1 is the same for every image: the op may run in sub-batches
-        self.per_image = (self.operand is not None and self.operand[1][0] == 1
-                          or self.constant is not None
-                          or self.constant_array is not None and self.constant_array[1][0] == 1)
+        # With an operand of batch 1 (the same for every image) the op treats each image
+        # alone, but it has never been planned in sub-batches (nor tested so): see Op.per_image
+        self.per_image = False
 
     @property
     def label(self):

@@ -77,7 +77,8 @@ class ChannelAffine(Op):
         activation: None or "relu".
     """
 
-    per_image = True
+    # Each image alone, but never planned in sub-batches yet (nor tested so): off until it is
+    per_image = False
 
     def __init__(self, name, scale=None, shift=None, activation=None):
         if scale is None and shift is None:

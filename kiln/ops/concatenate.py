@@ -44,7 +44,7 @@ class Concatenate(Op):
     negative counts from the end). Inputs must agree on every other axis."""
 
     arity = None
-    per_image = True  # any axis but the batch's
+    per_image = False  # several inputs: the sub-batch front is a chain of one-input ops
     layer = "Concatenate"
     min_inputs, max_inputs = 2, None
 

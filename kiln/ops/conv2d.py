@@ -84,6 +84,8 @@ class Conv2D(Op):
             binary post-ops of the same primitive.
     """
 
+    per_image = True  # the plan may run it in sub-batches
+
     def __init__(self, name, filters, kernel_size, strides=(1, 1), padding="valid",
                  activation=None, use_bias=True, dilation_rate=(1, 1), groups=1,
                  kernel_name="kernel", activation_tag=None, channel_affine=None):

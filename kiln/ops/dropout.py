@@ -112,6 +112,8 @@ def keep_threshold(rate):
 class Dropout(Op):
     """Args: name, rate (fraction of inputs dropped, in [0, 1)), seed (int or None)."""
 
+    per_image = True
+
     def __init__(self, name, rate, seed=None):
         if not 0.0 <= rate < 1.0:
             raise ValueError(f"Dropout '{name}': argument rate must be in [0, 1), got {rate}")

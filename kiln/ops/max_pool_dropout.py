@@ -151,6 +151,8 @@ def slab_geometry(input_desc, output_desc):
 class MaxPoolDropout(Op):
     """`pool` (a 2x2, stride 2, 'valid' max Pooling2D) then `dropout` (a Dropout op)."""
 
+    per_image = True
+
     def __init__(self, pool, dropout):
         self.pool = pool
         self.dropout = dropout

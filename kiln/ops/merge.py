@@ -168,7 +168,7 @@ class _ElementwiseMerge(Op):
     """Shape rule and input preparation of the element-wise merges; subclasses plan `_plan`."""
 
     arity = None
-    per_image = True
+    per_image = False  # several inputs: the sub-batch front is a chain of one-input ops
     layer = "Merge"
     min_inputs, max_inputs = 2, None
     activation = None

@@ -14,6 +14,8 @@ ALGORITHMS = {"max": dnnl.pooling_max, "avg": dnnl.pooling_avg_exclude_padding}
 class Pooling2D(Op):
     """Args: name, mode ('max' or 'avg'), pool_size, strides, padding ('valid' or 'same')."""
 
+    per_image = True
+
     def __init__(self, name, mode, pool_size, strides, padding="valid"):
         self.name = name
         self.mode = mode

@@ -6,30 +6,57 @@ parameter adds up at the end (add_pending_sums). Values derived from parameters
 (PlanBuilder.derived) get their gradients the same way, and whatever turns those into the
 parameters' gradients is planned after their sums (after_gradient_sums). A gradient a
 primitive writes in another layout than the stored one is reordered right after it
-(DeferredReorder).
+(DeferredReorder). A tensor's gradient handed to several consumers (a fan-out) is marked
+shared so that none of them overwrites it in place.
 """
 
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, layout_key
-from ..binding.primitive import reorder_pd, sum_pd
+from ..binding.primitive import sum_pd
 
 
 class GradientSums:
-    """PlanBuilder's gradient targets (a mixin: it uses the builder's buffers and lists)."""
+    """The plan's gradient targets and sums (PlanBuilder composes one; ops reach it through
+    the builder's methods of the same names).
 
-    # -- gradients written in parts, and their sums --------------------------------------
+    Args:
+        parameters: the model's ParameterStore (where the gradients are kept).
+        derived: the dict of values derived from parameters (ParameterViews.derived_values):
+            a derived value's gradient total is kept there under its own key, where
+            PlanBuilder.derived finds it once the parts are summed.
+        new_buffer: allocates a whole-batch buffer (buffers.Buffers.new).
+        sub_batches: the plan's SubBatchBuffers (which sub-batch is planned).
+        primitives: the plan's primitives.Primitives.
+        calls: the builder's backward list (the sums and gradient reorders join it).
+        labels: the builder's reorder labels.
+    """
+
+    def __init__(self, parameters, derived, new_buffer, sub_batches, primitives, calls,
+                 labels):
+        self._parameters = parameters
+        self._derived = derived
+        self._new_buffer = new_buffer
+        self._sub_batches = sub_batches
+        self._primitives = primitives
+        self._calls = calls
+        self._labels = labels
+        self._after_sums = {}        # key -> a function planning calls after the sums
+        self._pending_sums = {}      # name or key -> (gradient, later parts)
+        self._shared_grads = set()   # id(Memory) of gradient buffers with several readers
+        self._written = set()        # names and keys whose gradient a call already writes
+        self._last_gradient_sum = None  # (call, target, sources) of add_gradient_sum
+
+    def _later_part(self, key):
+        """Whether the gradient of `key` was written already: this writer writes a part."""
+        return (self._sub_batches.active and self._sub_batches.index > 0) \
+            or key in self._written
+
+    # -- gradients written in parts ---------------------------------------------------------
     def derived_grad(self, key, desc):
-        """Where a backward primitive writes the gradient of a derived() value, in layout
-        `desc`: for the first writer a whole buffer of its own; sub-batches after the first,
-        and later calls of a layer used more than once, get a part that add_pending_sums()
-        adds to it (as param_grad's parts)."""
-        later_part = (self._slice is not None and self._slice[1] > 0) or key in self._written
+        """Where a backward primitive writes the gradient of a derived value (Builder)."""
+        later_part = self._later_part(key)
         if key not in self._derived:
-            current, self._slice = self._slice, None
-            try:
-                self._derived[key] = self.allocate(desc)
-            finally:
-                self._slice = current
+            self._derived[key] = self._new_buffer(desc)  # whole, even inside a sub-batch
         total = self._derived[key]
         self._written.add(key)
         if not later_part:
@@ -39,14 +66,13 @@ class GradientSums:
         return part
 
     def after_gradient_sums(self, key, plan):
-        """Have `plan()` add its backward calls once the gradient parts are summed (the next
-        add_pending_sums()): a derived value's gradient is complete only then. One per key."""
+        """Have `plan()` run at the next add_pending_sums() (Builder); one per key."""
         self._after_sums.setdefault(key, plan)
 
     def param_grad(self, name, desc):
         """Where a backward primitive should write the gradient of `name` in layout `desc`."""
-        grad = self.parameters.grad_memory(name)
-        later_part = (self._slice is not None and self._slice[1] > 0) or name in self._written
+        grad = self._parameters.grad_memory(name)
+        later_part = self._later_part(name)
         if not later_part:
             self._written.add(name)
         if later_part:
@@ -56,35 +82,47 @@ class GradientSums:
             self._pending_sums.setdefault(name, (grad, []))[1].append(part)
             if desc == grad.desc:
                 return part
-            return DeferredReorder(self, desc, part, f"{name} gradient to layout")
+            return DeferredReorder(self._primitives, self._calls, self._labels, desc, part,
+                                   f"{name} gradient to layout")
         if grad.desc == desc:
             return grad
-        return DeferredReorder(self, desc, grad, f"{name} gradient to layout")
+        return DeferredReorder(self._primitives, self._calls, self._labels, desc, grad,
+                               f"{name} gradient to layout")
 
+    # -- fan-outs ---------------------------------------------------------------------------
+    def writable(self, memory):
+        """Whether an op may overwrite the gradient buffer `memory` in place."""
+        return id(memory) not in self._shared_grads
+
+    def share(self, memory):
+        """Mark a gradient buffer handed to more than one consumer."""
+        self._shared_grads.add(id(memory))
+
+    # -- sums -------------------------------------------------------------------------------
     def add_sum(self, target, sources, label):
         """Add `target = sum(sources)` (all in target's layout; target may be sources[0]) to
         the backward list."""
         descs = [target.desc] + [source.desc for source in sources]
-        primitive = self.primitive(("sum", *(layout_key(d) for d in descs)),
-                                   lambda: sum_pd(descs[0], descs[1:]))
+        primitive = self._primitives.get(("sum", *(layout_key(d) for d in descs)),
+                                         lambda: sum_pd(descs[0], descs[1:]))
         args = {dnnl.ARG_MULTIPLE_SRC + i: memory for i, memory in enumerate(sources)}
         args[dnnl.ARG_DST] = target
-        self.backward_calls.append(self.bind(primitive, args, label))
+        self._calls.append(self._primitives.bind(primitive, args, label))
 
     def add_gradient_sum(self, target, sources, label):
-        """add_sum for the gradient of a tensor with several consumers. The op that reads the
-        sum next may take it back (take_gradient_sum) and fold it into its own pass."""
+        """add_sum for the gradient of a tensor with several consumers; the op that reads the
+        sum next may take it back (take_gradient_sum)."""
         self.add_sum(target, sources, label)
-        self._last_gradient_sum = (self.backward_calls[-1], target, tuple(sources))
+        self._last_gradient_sum = (self._calls[-1], target, tuple(sources))
 
     def take_gradient_sum(self, grad):
         """The sources of `grad` if the last backward call is the gradient sum that wrote it;
         that call is then removed (the caller computes the sum itself). None otherwise."""
-        last = getattr(self, "_last_gradient_sum", None)
-        if last is None or last[1] is not grad or not self.backward_calls \
-                or self.backward_calls[-1] is not last[0]:
+        last = self._last_gradient_sum
+        if last is None or last[1] is not grad or not self._calls \
+                or self._calls[-1] is not last[0]:
             return None
-        self.backward_calls.pop()
+        self._calls.pop()
         self._last_gradient_sum = None
         return last[2]
 
@@ -102,23 +140,18 @@ class GradientSums:
             for plan in deferred.values():
                 plan()
 
-    add_sub_batch_sums = add_pending_sums
-
 
 class DeferredReorder(Memory):
     """A temporary gradient buffer in a primitive's layout, reordered into the stored gradient
-    right after the primitive that writes it (`add_backward` does this)."""
+    right after the primitive that writes it (PlanBuilder.add_backward calls flush())."""
 
-    def __init__(self, builder, desc, grad, label):
+    def __init__(self, primitives, calls, labels, desc, grad, label):
         super().__init__(desc)
-        self._builder, self._grad, self._label = builder, grad, label
+        self._primitives, self._calls, self._labels = primitives, calls, labels
+        self._grad, self._label = grad, label
 
     def flush(self):
-        key = ("reorder", layout_key(self.desc), layout_key(self._grad.desc))
-        builder = self._builder
-        primitive = builder.primitive(key, lambda: reorder_pd(self.desc, self._grad.desc))
-        # Appended directly: add_backward would see `self` among the args and flush again.
-        builder.backward_calls.append(builder.bind(primitive, {dnnl.ARG_FROM: self,
-                                                               dnnl.ARG_TO: self._grad},
-                                                   self._label))
-        builder.reorder_labels.append(self._label)
+        # Appended to the list directly: add_backward would see `self` among the args and
+        # flush again.
+        self._calls.append(self._primitives.reorder_call(self, self._grad, self._label))
+        self._labels.append(self._label)

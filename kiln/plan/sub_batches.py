@@ -6,16 +6,17 @@ the memory-bound work in between (pooling, dropout, relu backward, the first con
 at DRAM speed. Cut into sub-batches of a few MB, each op's output is still in cache when the
 next op reads it; the convolutions themselves run as fast on 8 images as on 128.
 
-Only per-image ops are sliced (convolutions, pooling, dropout, activations), from the input up
-to the first op that mixes images or flattens them; the weight gradients of later sub-batches
-are added to the first one's.
+Only ops whose `per_image` is true are sliced (see kiln/ops/base.py: today convolutions,
+pooling, dropout, activations), from the input up to the first op that is not (one that mixes
+images or flattens them); the weight gradients of later sub-batches are added to the first
+one's.
 """
 
 import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key
-from ..ops import Activation, Conv2D, Dropout, MaxPoolDropout, Pooling2D
+from ..ops import Conv2D
 
 # Bytes of the largest activation of one sub-batch: with the call's input beside it, split over
 # the two cores, it stays inside each core's 2 MB L2. mnist_cnn gets 8 images (4 MB gave 16:
@@ -41,17 +42,11 @@ def front_chain(graph):
     return chain
 
 
-def per_image(op):
-    if isinstance(op, Activation):
-        return op.activation != "softmax"
-    return isinstance(op, (Conv2D, Pooling2D, MaxPoolDropout, Dropout))
-
-
 def front(ops, input_dims, itemsize):
     """(number of leading per-image ops, bytes of their largest output for one image)."""
     count, largest, dims = 0, 0, tuple(input_dims)
     for op in ops:
-        if len(dims) != 4 or not per_image(op):
+        if len(dims) != 4 or not op.per_image:
             break
         dims = op.output_dims(dims)
         largest = max(largest, int(np.prod(dims[1:])) * itemsize)
