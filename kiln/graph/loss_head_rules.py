@@ -3,8 +3,8 @@
 Whatever layer precedes the activation, the head then gets logits and computes p - y directly
 (one pass) instead of a log, a division and an activation backward. The rewrite applies only
 where the activation's output is read by no one but the loss (rewrite.py checks that): an
-`Activation` node (or a `Softmax` over the last axis of a (batch, classes) output) is dropped
-and the head reads its input; an activation fused into a Dense is taken out of that Dense
+`ActivationOp` node (or a `SoftmaxOp` over the last axis of a (batch, classes) output) is dropped
+and the head reads its input; an activation fused into a DenseOp is taken out of that DenseOp
 (same weights, no eltwise post-op). The plan learns which heads fused from the rewritten
 graph's `fused_heads` (plan/loss_plan.py).
 
@@ -14,16 +14,16 @@ the op to plan in place of `op`.
 """
 
 
-from ..ops import Activation, Dense
-from ..ops.softmax import Softmax
+from ..ops import ActivationOp, DenseOp
+from ..ops.softmax import SoftmaxOp
 from .rewrite import READ_INPUT
 
 
 def head_applies_final_activation(op, tensor, head):
-    """Activation(softmax | sigmoid), or a Softmax over the last axis of a 2D output, that the
+    """ActivationOp(softmax | sigmoid), or a SoftmaxOp over the last axis of a 2D output, that the
     head can apply -> the node is dropped, the head reads its input."""
-    if isinstance(op, Activation) and head.can_fuse(op.activation) or (
-            isinstance(op, Softmax) and op.kind == "softmax"
+    if isinstance(op, ActivationOp) and head.can_fuse(op.activation) or (
+            isinstance(op, SoftmaxOp) and op.kind == "softmax"
             and len(tensor.dims) == 2 and op.axis in (-1, 1)
             and head.can_fuse("softmax")):
         return READ_INPUT
@@ -31,7 +31,7 @@ def head_applies_final_activation(op, tensor, head):
 
 
 def head_takes_dense_activation(op, tensor, head):
-    """Dense(activation the head can apply) -> the same Dense without its activation."""
-    if isinstance(op, Dense) and head.can_fuse(op.activation):
+    """DenseOp(activation the head can apply) -> the same DenseOp without its activation."""
+    if isinstance(op, DenseOp) and head.can_fuse(op.activation):
         return op.replace(activation=None)
     return None

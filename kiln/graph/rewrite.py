@@ -14,13 +14,13 @@ Rules run in three passes because each kind needs the previous ones done: one-in
 (tried in table order, the first rule accepting a pair wins), then several-input merges (a
 batch norm is folded into its convolution and a relu into its add before the add is folded
 into a convolution), again until nothing changes; then the loss heads, which need the final
-producer of each output (a Dense that has absorbed the sigmoid after it).
+producer of each output (a DenseOp that has absorbed the sigmoid after it).
 """
 
 from dataclasses import dataclass
 
-from ..ops import Conv2D
-from ..ops.conv2d_residual import Conv2DResidual
+from ..ops import Conv2DOp
+from ..ops.conv2d_residual import Conv2DResidualOp
 from .symbolic import Node
 from .topology import Graph
 
@@ -123,7 +123,7 @@ def _fold_once(nodes, outputs, rules):
 
 # ops whose output is a buffer of their own (never a view of an input, as Flatten's or an
 # inference Dropout's is), so overwriting it changes no other tensor
-_OWN_OUTPUT = (Conv2D, Conv2DResidual)
+_OWN_OUTPUT = (Conv2DOp, Conv2DResidualOp)
 
 
 def _overwritable(tensor, index, nodes, outputs, absorbed):

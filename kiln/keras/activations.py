@@ -27,13 +27,13 @@ def _traced(name, arguments=()):
         def run(x, *args, **kwargs):
             if not isinstance(x, SymbolicTensor):
                 return function(x, *args, **kwargs)
-            from ..ops.activation import Activation
+            from ..ops.activation import ActivationOp
             from .ops.core import op_name  # keras.ops imports the layers, which import us
 
             values = dict(zip(arguments, args, strict=False))
             values.update(kwargs)
             _check_arguments(name, values)
-            return apply(Activation(op_name(name), activation_name(name, **values)), x)
+            return apply(ActivationOp(op_name(name), activation_name(name, **values)), x)
         return run
     return decorate
 
@@ -139,10 +139,10 @@ def mish(x):
 
 
 def _softmax_op(kind, x, axis):
-    from ..ops.softmax import Softmax
+    from ..ops.softmax import SoftmaxOp
     from .ops.core import op_name
 
-    return apply(Softmax(op_name(kind), axis, kind), x)
+    return apply(SoftmaxOp(op_name(kind), axis, kind), x)
 
 
 def softmax(x, axis=-1):

@@ -154,7 +154,7 @@ def _warm_up_custom_layer():
     scale and offset from add_weight (the parameter gradients are sums over the broadcast
     axes), divided by a per-image statistic (both operands broadcast), a comparison and a
     where (their zero gradients), a slice and a split (oneDNN reorders, no kernel); then a
-    per-channel scale and bias read once, fused with the relu after it (ChannelAffine, or
+    per-channel scale and bias read once, fused with the relu after it (ChannelAffineOp, or
     into the convolution before it)."""
     from . import Input, Model, layers, ops
 
@@ -164,8 +164,8 @@ def _warm_up_custom_layer():
             self.offset = self.add_weight(shape=(input_shape[-1],), initializer="zeros")
 
         def call(self, x):
-            # the product read twice: the multiply and the add stay BroadcastBinary ops (a
-            # product read once would fold into ChannelAffine, warmed up below)
+            # the product read twice: the multiply and the add stay BroadcastBinaryOp ops (a
+            # product read once would fold into ChannelAffineOp, warmed up below)
             scaled = ops.multiply(x, self.scale)
             y = ops.add(scaled, self.offset)
             energy = ops.mean(ops.square(scaled), axis=(1, 2), keepdims=True)
@@ -190,8 +190,8 @@ def _warm_up_custom_layer():
         def call(self, x):
             return ops.add(ops.multiply(x, self.scale), self.bias)
 
-    # after a convolution: folded into it (Conv2DChannelAffine's vector kernels); after
-    # pooling: a ChannelAffine with its relu (12 channels: a padded blocked layout runs its
+    # after a convolution: folded into it (Conv2DChannelAffineOp's vector kernels); after
+    # pooling: a ChannelAffineOp with its relu (12 channels: a padded blocked layout runs its
     # numba forward), and one whose relu max pooling applies
     features = layers.Activation("relu")(ScaleBias()(layers.Conv2D(12, 3)(inputs)))
     features = layers.Activation("relu")(ScaleBias()(layers.MaxPooling2D(1)(features)))
@@ -203,7 +203,7 @@ def _warm_up_custom_layer():
 
 
 def _warm_up_channel_affine_forward():
-    """ChannelAffine's numba forward (plain nhwc / nchw, and layouts where oneDNN's binary
+    """ChannelAffineOp's numba forward (plain nhwc / nchw, and layouts where oneDNN's binary
     has just its reference kernel): compiled here on a small nhwc case with the plan's
     argument types, with and without the relu."""
     from ..binding import constants as dnnl
@@ -220,7 +220,7 @@ def _warm_up_channel_affine_forward():
 
 
 def _warm_up_merge_gradients():
-    """Maximum / Minimum's gradient kernel takes its inputs as a tuple: one compilation per
+    """MaximumOp / MinimumOp's gradient kernel takes its inputs as a tuple: one compilation per
     number of inputs and per data type (float32, bf16 bits), about 10 s each at a first fit."""
     from ..ops.merge import CHUNK, THREADS, extreme_backward_kernel
     for dtype in (np.float32, np.uint16):

@@ -8,13 +8,13 @@ backward. softmax / log_softmax run as oneDNN softmax over the last Keras axis (
 
 from .base import Op
 from .eltwise import IDENTITY, NAMES, eltwise_backward, eltwise_forward, known, spec
-from .softmax import Softmax
+from .softmax import SoftmaxOp
 
 SOFTMAX = ("softmax", "log_softmax")
 SUPPORTED = sorted(NAMES + ["linear", *SOFTMAX, "swish", "hard_swish"])
 
 
-class Activation(Op):
+class ActivationOp(Op):
     """Args: name, activation (one of SUPPORTED, or a parameterized name from
     eltwise.activation_name)."""
 
@@ -39,7 +39,7 @@ class Activation(Op):
         if self.activation in IDENTITY:
             return x, lambda output_grad: output_grad
         if self.activation in SOFTMAX:
-            return Softmax(self.name, -1, self.activation).forward(builder, x, need_input_grad)
+            return SoftmaxOp(self.name, -1, self.activation).forward(builder, x, need_input_grad)
         source = x.memory
         output = eltwise_forward(builder, self.activation, source, self.name)
         keep = source if spec(self.activation).reads == "src" else None

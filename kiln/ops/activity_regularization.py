@@ -30,7 +30,7 @@ def activity_gradient_kernel(a, grad, out, l1, l2, scale):
         out[i] = grad[i] + scale * (l1 * np.sign(a[i]) + two_l2 * a[i])
 
 
-class ActivityRegularization(Op):
+class ActivityRegularizationOp(Op):
     """Args: name (for messages and labels), l1, l2 (the penalty's coefficients)."""
 
     def __init__(self, name, l1=0.0, l2=0.0):

@@ -1,4 +1,4 @@
-"""AxisReduction: the sum, mean, max or min over some non-batch logical axes, kept as size 1
+"""AxisReductionOp: the sum, mean, max or min over some non-batch logical axes, kept as size 1
 (keras.ops sum / mean / max / min with keepdims; the front end reshapes when Keras drops the
 axes).
 
@@ -24,7 +24,7 @@ ALGORITHMS = {"sum": dnnl.reduction_sum, "mean": dnnl.reduction_mean,
               "max": dnnl.reduction_max, "min": REDUCTION_MIN}
 
 
-class AxisReduction(Op):
+class AxisReductionOp(Op):
     """Args: name, mode ('sum', 'mean', 'max' or 'min'), axes (logical axes, never 0 the
     batch)."""
 

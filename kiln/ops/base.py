@@ -16,7 +16,7 @@ kernels where oneDNN has none), side by side in one module:
                               (plan/sub_batches.py reads only this): the op takes one input,
                               treats each image alone, and has been checked to plan and train
                               the same in sub-batches. An op that treats images alone but was
-                              never planned so says False (ChannelAffine, BroadcastBinary).
+                              never planned so says False (ChannelAffineOp, BroadcastBinaryOp).
     forward(builder, x, need_input_grad)
                               plans the forward calls and returns (output Tensor, backward);
                               for arity None, `x` is a list of Tensors and `need_input_grad`

@@ -31,7 +31,7 @@ from .base import Op
 from .tensor import Tensor
 
 
-class BatchNorm(Op):
+class BatchNormOp(Op):
     """Args: name, epsilon, momentum, center (beta), scale (gamma), fuse_relu (relu(BN(x)),
     oneDNN's `fuse_norm_relu`). Set `frozen = True` for a layer with trainable=False."""
 
@@ -55,7 +55,7 @@ class BatchNorm(Op):
 
     def replace(self, **changes):
         """A new op of this class with `changes` to the arguments (the fused relu); the state
-        the front end sets after construction (`frozen`, a SyncBatchNorm's `sync`) carries
+        the front end sets after construction (`frozen`, a SyncBatchNormOp's `sync`) carries
         over. This one is left as it is."""
         arguments = {"name": self.name, "epsilon": self.epsilon, "momentum": self.momentum,
                      "center": self.center, "scale": self.scale, "fuse_relu": self.fuse_relu}

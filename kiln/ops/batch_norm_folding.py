@@ -20,7 +20,7 @@ from ..binding.primitive import post_op_arg
 
 @dataclass(frozen=True, eq=False)
 class FoldedBatchNorm:
-    """A Conv2D's channel_affine: inference-mode batch norm `bn` after the convolution."""
+    """A Conv2DOp's channel_affine: inference-mode batch norm `bn` after the convolution."""
 
     bn: object
 

@@ -1,4 +1,4 @@
-"""BatchedMatmul: C = A · B over the last two Keras axes, on oneDNN's matmul primitive; the
+"""BatchedMatmulOp: C = A · B over the last two Keras axes, on oneDNN's matmul primitive; the
 engine behind keras.ops.matmul / dot / tensordot / einsum inside a model.
 
 Two forms:
@@ -41,7 +41,7 @@ def transposed(shape):
     return MemoryDesc.with_strides((*batch, cols, rows), (*strides, 1, cols))
 
 
-class BatchedMatmul(Op):
+class BatchedMatmulOp(Op):
     """Args:
         name: the op's (layer's) name.
         data_format: how Keras sees the inputs' 4D logical dims (their last Keras axis).

@@ -1,4 +1,4 @@
-"""BroadcastBinary: x0 (op) x1 with numpy broadcasting, the engine behind keras.ops.add,
+"""BroadcastBinaryOp: x0 (op) x1 with numpy broadcasting, the engine behind keras.ops.add,
 subtract, multiply, divide, maximum, minimum and power (and a custom layer's learned scale or
 bias), and the comparisons equal, not_equal, greater, greater_equal, less, less_equal (float32
 1.0 / 0.0, the way Keras's bool result is used in arithmetic; their gradient is 0 to both
@@ -18,7 +18,7 @@ x0 is the broadcast one (subtract swaps with a fused `* -1`). oneDNN 3.2 has onl
 reference kernel (100x slower) for many broadcast patterns, and none for both operands
 broadcasting: those run broadcast_kernels.elementwise_kernel, on the layout as it is.
 A per-channel parameter added to or multiplying nhwc or nchw data (a custom layer's bias or
-scale after a conv) runs ChannelAffine's numba forward instead, measured faster than the
+scale after a conv) runs ChannelAffineOp's numba forward instead, measured faster than the
 binary's jit kernel on those layouts (channel_affine.plain_4d), a large output written with
 streaming stores.
 
@@ -57,7 +57,7 @@ from .merge import needed
 from .tensor import Tensor
 
 
-class BroadcastBinary(Op):
+class BroadcastBinaryOp(Op):
     """Args:
         name: the op's (layer's) name.
         operation: one of OPERATIONS.
@@ -165,7 +165,7 @@ class BroadcastBinary(Op):
 
 
 class _Planned(PlannedGradients):
-    """One application of a BroadcastBinary in a plan: its operands as planned, for backward.
+    """One application of a BroadcastBinaryOp in a plan: its operands as planned, for backward.
 
     memories[i]: operand i as the forward call reads it (full-size operands in the output's
     layout, broadcast ones in the layout the binary primitive picked, or plain)."""
@@ -209,7 +209,7 @@ class _Planned(PlannedGradients):
                           self.memories[1], None, label, backward=False)
 
     def _forward_per_channel(self, label):
-        """x + or * a per-channel parameter on nhwc or nchw data: ChannelAffine's numba forward
+        """x + or * a per-channel parameter on nhwc or nchw data: ChannelAffineOp's numba forward
         (faster than oneDNN's binary there, see channel_affine.plain_4d), the
         parameter read in its Keras layout and a plan-owned 0 or 1 for the other side."""
         op, builder = self.op, self.builder

@@ -1,4 +1,4 @@
-"""BroadcastBinary's backward (broadcast.py): an operand's gradient is the output gradient
+"""BroadcastBinaryOp's backward (broadcast.py): an operand's gradient is the output gradient
 times the operation's local derivative, summed over the axes where the operand was broadcast
 (broadcast_kernels.reduce_kernel, the factor fused into it); a comparison's is zero."""
 

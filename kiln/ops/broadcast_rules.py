@@ -1,4 +1,4 @@
-"""BroadcastBinary's shape rule and what its forward and backward share: the operations,
+"""BroadcastBinaryOp's shape rule and what its forward and backward share: the operations,
 their oneDNN binary algorithms, numpy's broadcast over logical dims, the Keras-order layout,
 and the binary primitive of one operation."""
 

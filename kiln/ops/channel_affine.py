@@ -1,4 +1,4 @@
-"""ChannelAffine: y = x * scale + shift, per channel, then an optional relu: what a custom
+"""ChannelAffineOp: y = x * scale + shift, per channel, then an optional relu: what a custom
 layer's `keras.ops.add(keras.ops.multiply(x, self.scale), self.bias)` followed by a relu
 becomes once the graph rewrites fuse its ops (graph/fusion.py: fold_channel_affine).
 
@@ -69,7 +69,7 @@ def per_channel(dims):
     return len(dims) in (2, 4) and dims[0] == 1 and all(d == 1 for d in dims[2:])
 
 
-class ChannelAffine(Op):
+class ChannelAffineOp(Op):
     """Args:
         name: the op's (layer's) name: its parameters are "<name>/<short name>".
         scale, shift: (short name, logical dims, Keras tag) of a per-channel parameter, or
@@ -97,10 +97,10 @@ class ChannelAffine(Op):
         self.scale, self.shift, self.activation = scale, shift, activation
 
     def replace(self, **changes):
-        """A new ChannelAffine with `changes` to the arguments (a fused relu)."""
+        """A new ChannelAffineOp with `changes` to the arguments (a fused relu)."""
         arguments = {"name": self.name, "scale": self.scale, "shift": self.shift,
                      "activation": self.activation}
-        return ChannelAffine(**{**arguments, **changes})
+        return ChannelAffineOp(**{**arguments, **changes})
 
     @property
     def operand_dims(self):

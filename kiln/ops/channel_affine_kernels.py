@@ -1,4 +1,4 @@
-"""numba kernels of ChannelAffine (channel_affine.py): its backward in one pass, and its
+"""numba kernels of ChannelAffineOp (channel_affine.py): its backward in one pass, and its
 forward where oneDNN's binary primitive has only a reference kernel for the layout.
 
 The backward reads the output gradient, the output (for the relu's mask) and the input (for

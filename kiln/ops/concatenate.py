@@ -1,4 +1,4 @@
-"""Concatenate: the engine behind Keras' Concatenate layer, along one logical axis.
+"""ConcatenateOp: the engine behind Keras' Concatenate layer, along one logical axis.
 
 Forward is one oneDNN `concat` over the inputs as they come: the destination is `format_tag
 any`, so oneDNN picks the layout (the inputs' common layout when they share one and the
@@ -39,7 +39,7 @@ def plain_tag(ndims, data_format):
     return {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc}[ndims]
 
 
-class Concatenate(Op):
+class ConcatenateOp(Op):
     """Args: name; axis: the logical axis (1 = channels of (N, C, H, W), features of (N, F);
     negative counts from the end). Inputs must agree on every other axis."""
 

@@ -2,7 +2,7 @@
 
 A Keras 1D tensor is 3D: (batch, steps, channels) or (batch, channels, steps). Its plain bytes
 are already a 4D (N, C, 1, steps) tensor in nhwc (channels_last) or nchw (channels_first), so
-the op views them as such, without a copy, and runs Conv2D's primitives with the activations
+the op views them as such, without a copy, and runs Conv2DOp's primitives with the activations
 in that plain layout (the weights stay `format_tag any`); the output is viewed back as 3D. An
 input in another layout (a producer that chose a blocked one) is reordered to plain first.
 """
@@ -10,11 +10,11 @@ input in another layout (a producer that chose a blocked one) is reordered to pl
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc
 from .base import Op
-from .conv2d import Conv2D
+from .conv2d import Conv2DOp
 from .tensor import CHANNELS_LAST, Tensor
 
 
-class Conv1D(Op):
+class Conv1DOp(Op):
     """Args: name, filters, kernel_size, strides, padding ('valid', 'same', 'causal'),
     activation (None or fusable), use_bias, dilation_rate, groups (ints), data_format (how the
     3D tensors order their axes). The Keras kernel (k, in/g, out) is the 2D op's
@@ -25,8 +25,8 @@ class Conv1D(Op):
         self.name = name
         self.data_format = data_format
         tag = dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
-        self.conv = Conv2D(name, filters, (1, kernel_size), (1, strides), padding, activation,
-                           use_bias, (1, dilation_rate), groups, activation_tag=tag)
+        self.conv = Conv2DOp(name, filters, (1, kernel_size), (1, strides), padding, activation,
+                             use_bias, (1, dilation_rate), groups, activation_tag=tag)
 
     @property
     def activation(self):

@@ -61,7 +61,7 @@ def same_padding(length, kernel, stride):
     return total // 2, total - total // 2
 
 
-class Conv2D(Op):
+class Conv2DOp(Op):
     """A 2D convolution op.
 
     Args:
@@ -77,7 +77,7 @@ class Conv2D(Op):
         kernel_name: the short name of the kernel parameter ('depthwise_kernel' and
             'pointwise_kernel' in SeparableConv2D's two ops).
         activation_tag: None lets oneDNN choose the activations' layouts (blocked); a plain
-            tag fixes them (Conv1D's zero-copy views of its 3D tensors).
+            tag fixes them (Conv1DOp's zero-copy views of its 3D tensors).
         channel_affine: None, or a folded batch norm (batch_norm_folding.FoldedBatchNorm, from
             the inference-plan fusion of a following batch norm): its per-channel (scale,
             shift) of dims (1, C, 1, 1) make y = activation(conv(x) * scale + shift), as
@@ -115,7 +115,7 @@ class Conv2D(Op):
     def replace(self, **changes):
         """A new convolution with `changes` to the arguments (a fused activation, a folded
         batch norm); this one is left as it is."""
-        return Conv2D(**{**self.arguments, **changes})
+        return Conv2DOp(**{**self.arguments, **changes})
 
     @property
     def _span(self):
@@ -162,7 +162,7 @@ class Conv2D(Op):
                                         same_padding(w, self._span[1], self.strides[1]))
         return (top, left), (bottom, right)
 
-    # -- the weights the primitives read and the gradients they write (Conv2DChannelAffine,
+    # -- the weights the primitives read and the gradients they write (Conv2DChannelAffineOp,
     # conv2d_channel_affine.py, reads scaled weights and writes their gradients aside) --------
     @property
     def primitive_bias(self):

@@ -1,5 +1,5 @@
-"""Conv2DChannelAffine: a convolution and the per-channel affine after it (a custom layer's
-`x * scale + bias`, then a relu: ChannelAffine) as one convolution (graph/fusion.py:
+"""Conv2DChannelAffineOp: a convolution and the per-channel affine after it (a custom layer's
+`x * scale + bias`, then a relu: ChannelAffineOp) as one convolution (graph/fusion.py:
 fold_conv_channel_affine).
 
 A scale per output channel commutes with the convolution:
@@ -23,9 +23,9 @@ Weight gradients of sub-batches (and of a layer called more than once) are summe
 b' gradients first; the parameters' gradients are planned once after that sum
 (PlanBuilder.after_gradient_sums).
 
-Shape rule, weights and their names: the convolution's and the ChannelAffine's, unchanged.
+Shape rule, weights and their names: the convolution's and the ChannelAffineOp's, unchanged.
 The op is a convolution built from the given one's arguments (which stays as it is); it
-plans Conv2D's own path, overriding only where the weights come from and where their
+plans Conv2DOp's own path, overriding only where the weights come from and where their
 gradients go.
 """
 
@@ -35,16 +35,16 @@ from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key
 from ..binding.primitive import scaled_reorder_pd
 from . import conv2d_channel_affine_kernels as kernels
-from .conv2d import Conv2D
+from .conv2d import Conv2DOp
 
 
-class Conv2DChannelAffine(Conv2D):
+class Conv2DChannelAffineOp(Conv2DOp):
     """Args:
-        conv: a Conv2D op without activation or folded batch norm.
-        affine: the ChannelAffine op that reads its output: per-channel (1, filters, 1, 1)
+        conv: a Conv2DOp without activation or folded batch norm.
+        affine: the ChannelAffineOp that reads its output: per-channel (1, filters, 1, 1)
             scale and / or shift, and its activation (None or 'relu').
         activation, channel_affine: an activation (default: the affine's) and a folded batch
-            norm applied after the affine (inference plans: Conv2D.replace).
+            norm applied after the affine (inference plans: Conv2DOp.replace).
     """
 
     def __init__(self, conv, affine, activation=None, channel_affine=None):
@@ -64,10 +64,10 @@ class Conv2DChannelAffine(Conv2D):
         if unknown:
             raise ValueError(f"Conv2D '{self.name}': cannot change {sorted(unknown)} of a "
                              "convolution with a channel affine")
-        conv = Conv2D(**{**self.arguments, "activation": None, "channel_affine": None})
-        return Conv2DChannelAffine(conv, self.affine,
-                                   changes.get("activation", self.activation),
-                                   changes.get("channel_affine", self.channel_affine))
+        conv = Conv2DOp(**{**self.arguments, "activation": None, "channel_affine": None})
+        return Conv2DChannelAffineOp(conv, self.affine,
+                                     changes.get("activation", self.activation),
+                                     changes.get("channel_affine", self.channel_affine))
 
     def parameter_names(self, input_dims):
         return super().parameter_names(input_dims) + self.affine.parameter_names(input_dims)
@@ -134,7 +134,7 @@ class Conv2DChannelAffine(Conv2D):
             return super().kernel_value(builder, desc)
 
         def scaled_weights():
-            kernel = super(Conv2DChannelAffine, self).kernel_value(builder, desc)
+            kernel = super(Conv2DChannelAffineOp, self).kernel_value(builder, desc)
             scale, _ = self._vectors(builder)
             target = builder.allocate(desc)
             self._scaled_reorder(builder, kernel, target, scale, builder.add_forward,

@@ -1,4 +1,4 @@
-"""numba kernels of Conv2DChannelAffine (conv2d_channel_affine.py): its per-channel vectors,
+"""numba kernels of Conv2DChannelAffineOp (conv2d_channel_affine.py): its per-channel vectors,
 forward and backward. Each touches C floats, or the kernel's weights once: never an
 activation-sized tensor.
 """

@@ -4,19 +4,19 @@ In a ResNet block `y = relu(x + bn(conv(h)))`, inference folds the batch norm in
 convolution (batch_norm_folding.py); the add then costs a whole pass that reads two tensors and
 writes one. oneDNN applies it as a binary post-op of the convolution instead: the convolution
 reads `x` while its output is still in registers and writes `y` directly. Training keeps the
-separate Add, whose backward hands one gradient to both branches.
+separate AddOp, whose backward hands one gradient to both branches.
 
 The op takes two inputs, (conv input, residual), in that order; weights and their names stay
-the convolution's. It plans the convolution's own path (Conv2D.plan) with the residual and the
+the convolution's. It plans the convolution's own path (Conv2DOp.plan) with the residual and the
 activation after the add passed as data: the convolution op itself is left as it is.
 """
 
 from .base import Op
 
 
-class Conv2DResidual(Op):
+class Conv2DResidualOp(Op):
     """Args:
-        conv: the Conv2D op (its activation must be None: the add comes first).
+        conv: the Conv2DOp (its activation must be None: the add comes first).
         activation: the activation after the add (None or one of the fusable ones).
     """
 

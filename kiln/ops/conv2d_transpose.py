@@ -2,7 +2,7 @@
 
 oneDNN has it as its own primitives, deconvolution forward / backward-data / backward-weights
 (with DIFF_BIAS), `format_tag any` layouts and the activation fused as a post-op, planned on
-the convolution family's path (conv_family.py) as Conv2D. Keras's padding rule (`padding`
+the convolution family's path (conv_family.py) as Conv2DOp. Keras's padding rule (`padding`
 fixes a base shape, `output_padding` adds on the right) is converted to oneDNN's left / right
 padding here; oneDNN takes a negative right padding (an output shorter than the full
 transposed convolution) as Keras's rule needs it.
@@ -61,7 +61,7 @@ def untrusted_backward_weights(strides):
     return ("jit_1x1",) if max(strides) > 1 else ()
 
 
-class Conv2DTranspose(Op):
+class Conv2DTransposeOp(Op):
     """Args:
         name: the layer name (parameter names, messages).
         filters, kernel_size, strides, dilation_rate: ints / pairs of ints.

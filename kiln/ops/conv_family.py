@@ -1,5 +1,5 @@
 """The one planning path of the convolution family: convolution, deconvolution (transposed
-convolution) and inner product (Dense) are the same three oneDNN primitives each, forward,
+convolution) and inner product (DenseOp) are the same three oneDNN primitives each, forward,
 backward-data and backward-weights (with DIFF_BIAS: the bias gradient comes from the same
 pass over the output gradient, never from a separate reduction).
 
@@ -8,7 +8,7 @@ weight and bias descriptors) and makes each from `descriptor()`, so a primitive'
 its arguments. `Pass` plans one layer's calls once the op has chosen its primitives' layouts
 (layout_preference.prefer): the forward call, the bf16 master weights' layout, and the
 backward (activation derivative, then weights, then data). The ops keep only what differs:
-shapes, padding rules, layout choices and where weights come from (Conv2DChannelAffine's
+shapes, padding rules, layout choices and where weights come from (Conv2DChannelAffineOp's
 scaled weights).
 """
 

@@ -1,8 +1,8 @@
-"""Dense (inner product): shape rule, forward (bias + activation as post-ops) and backward.
+"""DenseOp (inner product): shape rule, forward (bias + activation as post-ops) and backward.
 
-A Dense after Flatten reads the 4D blocked activation directly with 4D weights (units, C, H, W);
+A DenseOp after FlattenOp reads the 4D blocked activation directly with 4D weights (units, C, H, W);
 its Keras kernel (features, units) maps onto them with a tag that encodes the flattened feature
-order, (H, W, C) in both data formats as Keras flattens. So Flatten costs nothing.
+order, (H, W, C) in both data formats as Keras flattens. So FlattenOp costs nothing.
 """
 
 from ..binding import constants as dnnl
@@ -14,7 +14,7 @@ from .layout_preference import prefer
 from .tensor import CHANNELS_LAST, Tensor
 
 
-class Dense(Op):
+class DenseOp(Op):
     """Args: name, units, activation (None/'linear'/'relu'/'tanh'/'sigmoid'), use_bias,
     kernel_name (the kernel parameter is "<name>/<kernel_name>": a custom layer's
     `keras.ops.matmul(x, self.w)` reads its weight 'w')."""
@@ -27,11 +27,11 @@ class Dense(Op):
         self.kernel_name = kernel_name
 
     def replace(self, **changes):
-        """A new Dense with `changes` to the arguments (a fused activation); this one is left
+        """A new DenseOp with `changes` to the arguments (a fused activation); this one is left
         as it is."""
         arguments = {"name": self.name, "units": self.units, "activation": self.activation,
                      "use_bias": self.use_bias, "kernel_name": self.kernel_name}
-        return Dense(**{**arguments, **changes})
+        return DenseOp(**{**arguments, **changes})
 
     def output_dims(self, input_dims):
         return (input_dims[0], self.units)

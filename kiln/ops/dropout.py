@@ -1,4 +1,4 @@
-"""Dropout: y = x * mask / (1 - rate) in training, identity in inference.
+"""DropoutOp: y = x * mask / (1 - rate) in training, identity in inference.
 
 oneDNN has no dropout, so this is a fused, multi-threaded numba kernel that draws the mask from
 a counter-based hash (no RNG state per thread, reproducible from the seed) and runs on the
@@ -109,7 +109,7 @@ def keep_threshold(rate):
     return np.uint16(min(int(round(rate * (1 << 16))), (1 << 16) - 1))
 
 
-class Dropout(Op):
+class DropoutOp(Op):
     """Args: name, rate (fraction of inputs dropped, in [0, 1)), seed (int or None)."""
 
     per_image = True

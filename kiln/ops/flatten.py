@@ -1,5 +1,5 @@
-"""Flatten: free. The 4D memory stays in its blocked layout; only the Keras view becomes
-(N, features). A following Dense reads the 4D memory directly with 4D weights whose Keras
+"""FlattenOp: free. The 4D memory stays in its blocked layout; only the Keras view becomes
+(N, features). A following DenseOp reads the 4D memory directly with 4D weights whose Keras
 layout encodes the feature order, so no reorder is needed on either pass."""
 
 import numpy as np
@@ -11,7 +11,7 @@ from .base import Op
 from .tensor import Tensor
 
 
-class Flatten(Op):
+class FlattenOp(Op):
     def __init__(self, name):
         self.name = name
 
@@ -28,7 +28,7 @@ class Flatten(Op):
         return out, lambda output_grad: output_grad
 
 
-class FlattenToMatrix(Op):
+class FlattenToMatrixOp(Op):
     """A flattened 4D tensor as a real (N, features) matrix, features in Keras' (H, W, C)
     order: for ops that normalize or mix each feature on its own (BatchNormalization after
     Flatten), where the free 4D view would leave them channels. One reorder to nhwc, which is

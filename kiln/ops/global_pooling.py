@@ -1,5 +1,5 @@
 """Global average / max pooling over the spatial axes: one oneDNN pooling whose window is the
-whole image (max keeps its argmax workspace for backward, as Pooling2D does).
+whole image (max keeps its argmax workspace for backward, as Pooling2DOp does).
 
 With keepdims the output is the 4D (N, C, 1, 1) tensor in the pooling's layout. Without, Keras
 shows (N, C): the tiny pooled tensor is reordered to plain nchw, where (N, C, 1, 1) and (N, C)
@@ -9,10 +9,10 @@ are the same bytes, and handed on as a 2D view; its gradient comes back the same
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
 from .base import Op
-from .pooling import Pooling2D
+from .pooling import Pooling2DOp
 
 
-class GlobalPooling2D(Op):
+class GlobalPooling2DOp(Op):
     """Args: name, mode ('avg' or 'max'), keepdims."""
 
     def __init__(self, name, mode, keepdims=False):
@@ -28,7 +28,7 @@ class GlobalPooling2D(Op):
             raise ValueError(f"{kind} '{self.name}': expected a 4D input, got shape "
                              f"{x.keras_shape}")
         n, c, h, w = x.dims
-        pool = Pooling2D(self.name, self.mode, (h, w), (1, 1), "valid")
+        pool = Pooling2DOp(self.name, self.mode, (h, w), (1, 1), "valid")
         pooled, pool_backward = pool.forward(builder, x, need_input_grad)
         if self.keepdims:
             return pooled, pool_backward

@@ -1,9 +1,9 @@
-"""Identity: the output is the input (same memory, no call); the gradient passes through."""
+"""IdentityOp: the output is the input (same memory, no call); the gradient passes through."""
 
 from .base import Op
 
 
-class Identity(Op):
+class IdentityOp(Op):
     def __init__(self, name):
         self.name = name
 

@@ -12,7 +12,7 @@ dropout forward, dropout backward, pool backward) plus the relu derivative; fuse
 
 The relu derivative comes free: the max of relu outputs is > 0 exactly when the relu output at
 the argmax is, so bit 3 is the relu mask and backward never reads the outputs again. The
-dropout mask is the one `Dropout` draws (same hash of the same memory index), so the fused and
+dropout mask is the one `DropoutOp` draws (same hash of the same memory index), so the fused and
 separate paths give identical results.
 
 Anything else (inference, bf16, other windows, layouts with more than one block) runs the
@@ -39,7 +39,7 @@ def max_pool_dropout_forward_kernel(x, y, codes, geometry, keep_threshold, scale
                                     words):
     """y = max over the 2x2 window * keep * scale; codes = argmax | kept << 2 | (max > 0) << 3.
 
-    geometry = [slabs, lanes, in_h, in_w, out_h, out_w]; counter = [seed, step] as in Dropout;
+    geometry = [slabs, lanes, in_h, in_w, out_h, out_w]; counter = [seed, step] as in DropoutOp;
     words = keep_scratch(out_w * lanes).
     """
     slabs, lanes = geometry[0], geometry[1]
@@ -148,8 +148,8 @@ def slab_geometry(input_desc, output_desc):
     return np.array([slabs, lanes, in_h, in_w, out_h, out_w], dtype=np.int64)
 
 
-class MaxPoolDropout(Op):
-    """`pool` (a 2x2, stride 2, 'valid' max Pooling2D) then `dropout` (a Dropout op)."""
+class MaxPoolDropoutOp(Op):
+    """`pool` (a 2x2, stride 2, 'valid' max Pooling2DOp) then `dropout` (a DropoutOp)."""
 
     per_image = True
 

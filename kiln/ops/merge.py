@@ -7,9 +7,9 @@ other inputs are reordered into it, so every primitive below sees one descriptor
 jit kernels apply. Forward is one oneDNN call where oneDNN has one (`sum` for n-ary sums and
 averages, `binary` otherwise, chained in place for more than two inputs).
 
-Backward of a sum is the identity: Add hands the output gradient itself to every input (and
-marks it shared, so no consumer overwrites it). Subtract, Average and Multiply are eltwise
-linear / binary mul calls. Maximum and Minimum route the gradient to the winning input with
+Backward of a sum is the identity: AddOp hands the output gradient itself to every input (and
+marks it shared, so no consumer overwrites it). SubtractOp, AverageOp and MultiplyOp are eltwise
+linear / binary mul calls. MaximumOp and MinimumOp route the gradient to the winning input with
 a numba kernel, since oneDNN has no primitive for that mask; ties split the gradient the way
 JAX differentiates Keras' chain of `maximum(maximum(x0, x1), x2)`: half to each side of every
 tied step.
@@ -37,7 +37,7 @@ ALGORITHM_NAMES = {dnnl.binary_add: "add", dnnl.binary_sub: "sub", dnnl.binary_m
 # -- checks shared with Concatenate ----------------------------------------------------------
 
 def check_count(op, count):
-    """At least two inputs (exactly two for Subtract)."""
+    """At least two inputs (exactly two for SubtractOp)."""
     low, high = op.min_inputs, op.max_inputs
     if count < low or (high is not None and count > high):
         wanted = f"exactly {low}" if low == high else f"at least {low}"
@@ -164,7 +164,7 @@ def hand_out(builder, grad, need):
 
 # -- the ops ---------------------------------------------------------------------------------
 
-class _ElementwiseMerge(Op):
+class _ElementwiseMergeOp(Op):
     """Shape rule and input preparation of the element-wise merges; subclasses plan `_plan`."""
 
     arity = None
@@ -207,7 +207,7 @@ class _ElementwiseMerge(Op):
                        activation if last else None, self.label)
 
 
-class Add(_ElementwiseMerge):
+class AddOp(_ElementwiseMergeOp):
     """Args: name, activation (None, 'linear', or one of eltwise.ACTIVATIONS: fused, as for
     ResNet's add + relu)."""
 
@@ -221,8 +221,8 @@ class Add(_ElementwiseMerge):
         self.activation = None if activation in IDENTITY else activation
 
     def replace(self, **changes):
-        """A new Add with `changes` to the arguments (a fused activation)."""
-        return Add(**{"name": self.name, "activation": self.activation, **changes})
+        """A new AddOp with `changes` to the arguments (a fused activation)."""
+        return AddOp(**{"name": self.name, "activation": self.activation, **changes})
 
     def _plan(self, builder, sources, result, need):
         output = result.memory
@@ -246,7 +246,7 @@ class Add(_ElementwiseMerge):
         return backward
 
 
-class Subtract(_ElementwiseMerge):
+class SubtractOp(_ElementwiseMergeOp):
     """x0 - x1; gradients g and -g."""
 
     layer = "Subtract"
@@ -265,7 +265,7 @@ class Subtract(_ElementwiseMerge):
         return backward
 
 
-class Average(_ElementwiseMerge):
+class AverageOp(_ElementwiseMergeOp):
     """(x0 + ... + xn-1) / n as one scaled oneDNN sum; every input's gradient is g / n."""
 
     layer = "Average"
@@ -284,7 +284,7 @@ class Average(_ElementwiseMerge):
         return backward
 
 
-class Multiply(_ElementwiseMerge):
+class MultiplyOp(_ElementwiseMergeOp):
     """x0 * x1 * ...; input i's gradient is g times the product of the other inputs."""
 
     layer = "Multiply"
@@ -313,7 +313,7 @@ class Multiply(_ElementwiseMerge):
         return backward
 
 
-class _Extreme(_ElementwiseMerge):
+class _ExtremeOp(_ElementwiseMergeOp):
     sign = 1.0
     algorithm = dnnl.binary_max
 
@@ -345,13 +345,13 @@ class _Extreme(_ElementwiseMerge):
         return backward
 
 
-class Maximum(_Extreme):
+class MaximumOp(_ExtremeOp):
     """Element-wise maximum; the gradient goes to the largest input (split on ties)."""
 
     layer = "Maximum"
 
 
-class Minimum(_Extreme):
+class MinimumOp(_ExtremeOp):
     """Element-wise minimum; the gradient goes to the smallest input (split on ties)."""
 
     layer = "Minimum"
@@ -369,7 +369,7 @@ F = np.float32
 
 @njit(**PARALLEL)
 def extreme_backward_kernel(grad, inputs, grads, bf16, sign, values):
-    """grads[k] = grad * the share of the gradient input k gets (sign 1: Maximum, -1: Minimum).
+    """grads[k] = grad * the share of the gradient input k gets (sign 1: MaximumOp, -1: MinimumOp).
 
     inputs, grads: tuples of flat arrays in one layout (a zero-size grads[k] is not wanted),
     float32, or the uint16 bits of bf16 when `bf16` (widened through the scratch rows, rounded

@@ -5,7 +5,7 @@ the rest scaled by 1 / (1 - rate)). All are the identity in inference plans.
 oneDNN has no random numbers: numba kernels draw them from a counter-based hash of the element
 index and a per-step salt (as dropout.py), so no generator state is kept per thread, the
 draws do not depend on the layout or on the thread count, and a backward can draw the same
-numbers again instead of keeping them. SpatialDropout2D draws one mask value per (image,
+numbers again instead of keeping them. SpatialDropout2DOp draws one mask value per (image,
 channel) and applies it with oneDNN's broadcasting binary mul, in any layout, both ways.
 """
 
@@ -73,7 +73,7 @@ def _check_f32(x, who):
                          "float32 policy for this layer)")
 
 
-class GaussianNoise(Op):
+class GaussianNoiseOp(Op):
     """Args: name, stddev (>= 0), seed (int or None)."""
 
     def __init__(self, name, stddev, seed=None):
@@ -96,7 +96,7 @@ class GaussianNoise(Op):
         return x.with_memory(output), lambda output_grad: output_grad
 
 
-class GaussianDropout(Op):
+class GaussianDropoutOp(Op):
     """Args: name, rate (in [0, 1)), seed (int or None)."""
 
     def __init__(self, name, rate, seed=None):
@@ -132,7 +132,7 @@ class GaussianDropout(Op):
         return x.with_memory(output), backward
 
 
-class SpatialDropout2D(Op):
+class SpatialDropout2DOp(Op):
     """Args: name, rate (in [0, 1)), seed (int or None)."""
 
     def __init__(self, name, rate, seed=None):

@@ -32,7 +32,7 @@ def coefficients_kernel(mean, variance, scale, shift, epsilon, invert):
             scale[j], shift[j] = np.float32(1.0) / std, -mean[j] / std
 
 
-class Normalization(Op):
+class NormalizationOp(Op):
     """Args: name, axis (a Keras axis, or None for one statistic), data_format, invert, and
     either `constants` (mean, variance) arrays of one value per feature, or None: the state
     weights

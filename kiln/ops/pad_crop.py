@@ -1,4 +1,4 @@
-"""ZeroPadding2D and Cropping2D as oneDNN reorders into / out of a sub-memory (a window of a
+"""ZeroPadding2DOp and Cropping2DOp as oneDNN reorders into / out of a sub-memory (a window of a
 larger tensor described by offsets), in the input's layout, blocked or not.
 
 Padding: the output buffer keeps bytes of its own, zeroed once when allocated; each step only
@@ -60,7 +60,7 @@ def window(memory, dims, offsets, who):
     return Memory(desc, memory.storage)
 
 
-class _SpatialWindow(Op):
+class _SpatialWindowOp(Op):
     """Args: name, ((top, bottom), (left, right)) rows / columns to add or remove."""
 
     kind = None
@@ -78,7 +78,7 @@ class _SpatialWindow(Op):
             raise ValueError(f"{self.who}: expected a 4D input, got shape {x.keras_shape}")
 
 
-class ZeroPadding2D(_SpatialWindow):
+class ZeroPadding2DOp(_SpatialWindowOp):
     kind = "ZeroPadding2D"
 
     def output_dims(self, input_dims):
@@ -106,7 +106,7 @@ class ZeroPadding2D(_SpatialWindow):
         return x.with_memory(output), backward
 
 
-class Cropping2D(_SpatialWindow):
+class Cropping2DOp(_SpatialWindowOp):
     kind = "Cropping2D"
 
     def output_dims(self, input_dims):

@@ -1,4 +1,4 @@
-"""Permute: reorders the axes (after the batch) of the Keras view of a tensor, as one oneDNN
+"""PermuteOp: reorders the axes (after the batch) of the Keras view of a tensor, as one oneDNN
 reorder into a descriptor with permuted strides over the output buffer; backward is the
 reverse reorder.
 """
@@ -22,7 +22,7 @@ def strided(dims, strides, data_type):
     return MemoryDesc(out)
 
 
-class Permute(Op):
+class PermuteOp(Op):
     """Args: name, dims (Keras's: a permutation of 1..rank-1), the input's data_format."""
 
     def __init__(self, name, dims, data_format=CHANNELS_LAST):

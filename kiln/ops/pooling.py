@@ -11,7 +11,7 @@ from .eltwise import FUSABLE, eltwise_backward, spec
 ALGORITHMS = {"max": dnnl.pooling_max, "avg": dnnl.pooling_avg_exclude_padding}
 
 
-class Pooling2D(Op):
+class Pooling2DOp(Op):
     """Args: name, mode ('max' or 'avg'), pool_size, strides, padding ('valid' or 'same')."""
 
     per_image = True

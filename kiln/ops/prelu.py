@@ -1,4 +1,4 @@
-"""PReLU: y = x for x > 0, alpha * x otherwise, alpha a learned weight broadcast over the batch
+"""PReLUOp: y = x for x > 0, alpha * x otherwise, alpha a learned weight broadcast over the batch
 and the `shared_axes`, as oneDNN prelu forward / backward (which also reduces alpha's gradient
 over the broadcast axes). Runs in the input's layout.
 """
@@ -12,7 +12,7 @@ from .tensor import CHANNELS_LAST, keras_shape, logical_dims
 PLAIN_TAGS = {2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd}
 
 
-class PReLU(Op):
+class PReLUOp(Op):
     """Args: name, shared_axes (Keras axes, batch = 0, over which alpha is shared)."""
 
 

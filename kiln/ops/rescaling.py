@@ -1,11 +1,11 @@
-"""Rescaling: y = x * scale + offset, as oneDNN eltwise linear (alpha = scale, beta = offset)
+"""RescalingOp: y = x * scale + offset, as oneDNN eltwise linear (alpha = scale, beta = offset)
 in the input's layout; backward is eltwise linear's backward (dx = scale * dy). It is the
-Unary op's `linear` function under the Keras layer's argument names."""
+UnaryOp's `linear` function under the Keras layer's argument names."""
 
-from .unary import Unary
+from .unary import UnaryOp
 
 
-class Rescaling(Unary):
+class RescalingOp(UnaryOp):
     """Args: name, scale, offset (floats)."""
 
     def __init__(self, name, scale, offset=0.0):

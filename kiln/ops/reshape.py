@@ -1,4 +1,4 @@
-"""Reshape: the Keras view of a tensor takes another shape; the values keep Keras's row-major
+"""ReshapeOp: the Keras view of a tensor takes another shape; the values keep Keras's row-major
 order (channels_last order for images in channels_last, channels_first order otherwise).
 
 The input is reordered once into its plain Keras layout (a copy: a view of a plan input would
@@ -50,7 +50,7 @@ def resolve_target(target_shape, size, context):
     return tuple(target)
 
 
-class Reshape(Op):
+class ReshapeOp(Op):
     """Args: name, target_shape (Keras shape without the batch, one -1 allowed), the input's
     data_format and whether Keras sees it flattened."""
 

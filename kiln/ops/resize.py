@@ -1,4 +1,4 @@
-"""UpSampling2D as oneDNN resampling forward / backward ('nearest' repeats each pixel,
+"""UpSampling2DOp as oneDNN resampling forward / backward ('nearest' repeats each pixel,
 'bilinear' interpolates with half-pixel centres, clamped at the border, as Keras's JAX
 backend resizes), in the input's layout.
 """
@@ -11,7 +11,7 @@ from .base import Op
 ALGORITHMS = {"nearest": dnnl.resampling_nearest, "bilinear": dnnl.resampling_linear}
 
 
-class UpSampling2D(Op):
+class UpSampling2DOp(Op):
     """Args: name, size (rows, columns factors), interpolation ('nearest' or 'bilinear')."""
 
     def __init__(self, name, size, interpolation="nearest"):

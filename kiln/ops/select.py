@@ -1,4 +1,4 @@
-"""Select: where(condition, x1, x2) with numpy broadcasting, the engine behind keras.ops.where.
+"""SelectOp: where(condition, x1, x2) with numpy broadcasting, the engine behind keras.ops.where.
 
 Shape rule: numpy's over the logical dims of equal rank of the three operands ((N, C, H, W)
 for 4D whatever the data format). The condition is true where it is non-zero (nan too, as
@@ -29,7 +29,7 @@ from .tensor import Tensor
 OPERANDS = ("condition", "x1", "x2")
 
 
-class Select(Op):
+class SelectOp(Op):
     """Args:
         name: the op's (layer's) name.
         constants: {operand index (0 condition, 1 x1, 2 x2): number} for the operands that
@@ -91,7 +91,7 @@ class Select(Op):
 
 
 class _Planned:
-    """One application of a Select in a plan: its operands as the forward kernel read them."""
+    """One application of a SelectOp in a plan: its operands as the forward kernel read them."""
 
     def __init__(self, op, builder, tensors, out_dims, data_format):
         self.op, self.builder, self.tensors = op, builder, tensors

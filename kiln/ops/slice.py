@@ -1,4 +1,4 @@
-"""Slice: the sub-block of a tensor at static offsets along its non-batch axes, the engine
+"""SliceOp: the sub-block of a tensor at static offsets along its non-batch axes, the engine
 behind keras.ops slicing (x[:, 1:3]), keras.ops.slice and keras.ops.split.
 
 Forward: one oneDNN reorder from a sub-memory (the window of the input described by offsets,
@@ -8,7 +8,7 @@ to its plain layout first.
 
 Backward: a buffer of the input's dims and bytes of its own, zeroed once when allocated; each
 step one reorder writes the output gradient into its window, so the rest stays zero without a
-pass over it (as Cropping2D, pad_crop.py). It is handed on as shared so that no consumer
+pass over it (as Cropping2DOp, pad_crop.py). It is handed on as shared so that no consumer
 writes into it in place. (pad_crop.copy keys its reorder primitives with the windows'
 offsets: two windows of equal dims elsewhere are two primitives.)
 """
@@ -21,7 +21,7 @@ from .pad_crop import copy, same_format, window
 from .tensor import CHANNELS_LAST
 
 
-class Slice(Op):
+class SliceOp(Op):
     """Args:
         name: the op's (layer's) name.
         starts: the logical offset of the window on each axis (the batch's is 0).

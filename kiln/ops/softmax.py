@@ -1,4 +1,4 @@
-"""Softmax (and log-softmax) over one axis, as oneDNN softmax forward / backward.
+"""SoftmaxOp (and log-softmax) over one axis, as oneDNN softmax forward / backward.
 
 The axis is a Keras axis (of the shape Keras shows); oneDNN works on logical dims (N, C, H, W),
 so a channels_last 4D tensor's Keras axes (N, H, W, C) map to logical (0, 2, 3, 1). It runs in
@@ -27,7 +27,7 @@ def logical_axis(axis, rank, data_format, context):
     return axis
 
 
-class Softmax(Op):
+class SoftmaxOp(Op):
     """Args: name, axis (Keras axis, default -1), kind ('softmax' or 'log_softmax')."""
 
     def __init__(self, name, axis=-1, kind="softmax"):

@@ -8,7 +8,7 @@ smoothing, sample weights) and the plan decides the fusion from the graph.
 from .losses.categorical import CategoricalCrossentropyHead
 
 
-class SoftmaxCrossEntropy(CategoricalCrossentropyHead):
+class SoftmaxCrossEntropyOp(CategoricalCrossentropyHead):
     """The categorical cross-entropy head on a model that ends with a softmax.
 
     Args:

@@ -1,7 +1,7 @@
 """Synchronized BatchNormalization: batch statistics over the global batch of a data-parallel
 step, every rank normalizing its shard with the same mean and variance.
 
-Without a `sync` (one process, inference, a frozen layer) it is BatchNorm. With one (an object
+Without a `sync` (one process, inference, a frozen layer) it is BatchNormOp. With one (an object
 with `sum_in_place(float64 array)` across the ranks, given by the front end for a
 data-parallel fit), a training step runs, per layer:
 
@@ -27,12 +27,12 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key
 from ..binding.primitive import PrimitiveDesc, default_attributes
-from .batch_norm import BatchNorm
+from .batch_norm import BatchNormOp
 from .tensor import Tensor
 
 
-class SyncBatchNorm(BatchNorm):
-    """Args: as BatchNorm. `sync` (set by the front end) sums float64 arrays across ranks."""
+class SyncBatchNormOp(BatchNormOp):
+    """Args: as BatchNormOp. `sync` (set by the front end) sums float64 arrays across ranks."""
 
     sync = None
 

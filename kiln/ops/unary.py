@@ -23,7 +23,7 @@ ALGORITHMS = {"linear": dnnl.eltwise_linear, "square": ELTWISE_SQUARE, "abs": EL
               "clip": dnnl.eltwise_clip_v2}
 
 
-class Unary(Op):
+class UnaryOp(Op):
     """Args: name, function (a key of ALGORITHMS), alpha, beta (floats, see above)."""
 
     def __init__(self, name, function, alpha=0.0, beta=0.0):

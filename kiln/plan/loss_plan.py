@@ -51,14 +51,14 @@ class HeadView:
 
     @property
     def skip(self):
-        """The node the head took over and reads the input of (a final Activation), or None."""
+        """The node the head took over and reads the input of (a final ActivationOp), or None."""
         rewrite = self.rewrite
         return rewrite.taken if rewrite is not None and rewrite.node is None else None
 
     @property
     def replace(self):
         """(node, op planned in its place without its activation) for an activation taken
-        out of a Dense, or None."""
+        out of a DenseOp, or None."""
         rewrite = self.rewrite
         if rewrite is None or rewrite.node is None:
             return None

@@ -13,7 +13,7 @@ def kernels_read_inputs(plan, builder):
     """Whether a call reads an input buffer through something use_input() cannot re-point:
     an array a numba kernel captured when it was planned (a dropout or a max merge right
     on a model input), or another Memory over the input's bytes (a view with other dims,
-    as Conv1D's 4D view of its 3D input). The plan must then keep reading its own input
+    as Conv1DOp's 4D view of its 3D input). The plan must then keep reading its own input
     buffers, which use_input() fills by copying instead of re-pointing them."""
     starts = [(m.storage.ctypes.data, m.storage.ctypes.data + m.storage.nbytes)
               for m in plan.input_memories]

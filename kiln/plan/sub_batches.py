@@ -16,7 +16,7 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key
-from ..ops import Conv2D
+from ..ops import Conv2DOp
 
 # Bytes of the largest activation of one sub-batch: with the call's input beside it, split over
 # the two cores, it stays inside each core's 2 MB L2. mnist_cnn gets 8 images (4 MB gave 16:
@@ -61,7 +61,7 @@ def choose(ops, input_dims, itemsize, budget=None):
     count, largest = front(ops, input_dims, itemsize)
     # one op alone (a ResNet's first conv before its batch norm) keeps nothing in cache for a
     # next op: slicing it would only add calls
-    if (count < 2 or not any(isinstance(op, Conv2D) for op in ops[:count])
+    if (count < 2 or not any(isinstance(op, Conv2DOp) for op in ops[:count])
             or batch * largest <= budget):
         return 0, batch
     images = max((n for n in range(MIN_IMAGES, batch) if batch % n == 0
@@ -74,7 +74,7 @@ def choose(ops, input_dims, itemsize, budget=None):
 def recomputable(op, input_dims):
     """A convolution with at most 32 multiply-adds per output (mnist_cnn's first: 1 x 3 x 3,
     cifar10_cnn's: 3 x 3 x 3) costs less to run twice than its output costs to keep."""
-    if not isinstance(op, Conv2D):
+    if not isinstance(op, Conv2DOp):
         return False
     kh, kw = op.kernel_size
     return input_dims[1] * kh * kw <= 32

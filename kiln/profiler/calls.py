@@ -5,7 +5,7 @@ bytes it touches.
 
 All of it comes from the plan's entries (kiln.plan.step_list.StepEntry), never from their
 labels: an entry names the layer that planned it (a fused op is named after the layer it
-kept, a Conv2D that absorbed its Activation, or after both, "max_pooling2d+dropout"), and the
+kept, a Conv2DOp that absorbed its ActivationOp, or after both, "max_pooling2d+dropout"), and the
 model's unfused graph says which layers each fused op absorbed. The loss's and the metrics'
 calls run in the forward part of the step and are shown there.
 

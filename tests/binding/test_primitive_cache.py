@@ -5,7 +5,7 @@ import numpy as np
 from kiln.binding import constants as dnnl
 from kiln.binding.memory import Memory, MemoryDesc, layout_key
 from kiln.binding.primitive import PrimitiveCache, primitive_cache, reorder_now, reorder_pd
-from kiln.ops.conv2d import Conv2D
+from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.tensor import Tensor
 from kiln.plan.builder import PlanBuilder
 from kiln.plan.parameters import ParameterStore
@@ -90,9 +90,9 @@ def test_cached_reorder_still_moves_the_right_bytes():
 
 
 def plan_conv(batch, height=9, filters=6, activation="relu", training=True):
-    """Plan Conv2D forward+backward on the process-wide cache; return the cache deltas."""
+    """Plan Conv2DOp forward+backward on the process-wide cache; return the cache deltas."""
     store = ParameterStore()
-    op = Conv2D("cache_conv", filters, (3, 3), padding="same", activation=activation)
+    op = Conv2DOp("cache_conv", filters, (3, 3), padding="same", activation=activation)
     dims = (batch, 3, height, 7)
     for key, (param_dims, tag) in op.parameter_dims(dims).items():
         store.add(f"cache_conv/{key}", param_dims, tag, np.zeros(param_dims, np.float32))

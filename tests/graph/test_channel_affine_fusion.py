@@ -1,5 +1,5 @@
 """A custom layer's per-channel `x * scale + bias` and the relu after it fold into one
-ChannelAffine op (graph/fusion.py: fold_channel_affine), and after a convolution into the
+ChannelAffineOp (graph/fusion.py: fold_channel_affine), and after a convolution into the
 convolution (fold_conv_channel_affine); the model predicts and trains as with the three ops
 unfused, in both data formats."""
 
@@ -65,11 +65,11 @@ def test_custom_scale_bias_layers_fold_and_train_like_unfused(data_format, varia
     fused.set_weights(weights)
     separate.set_weights(weights)
     kinds = [(type(op).__name__, getattr(op, "activation", None)) for op in fused.ops]
-    after_conv = "Conv2DChannelAffine" if variant == "into the convolution" else "ChannelAffine"
+    after_conv = "Conv2DChannelAffineOp" if variant == "into the convolution" else "ChannelAffineOp"
     assert kinds.count((after_conv, "relu")) == 2
-    assert kinds.count(("ChannelAffine", None)) == 1  # after a Dense, no relu follows
-    assert "BroadcastBinary" not in [kind for kind, _ in kinds]
-    assert "ChannelAffine" not in [type(op).__name__ for op in separate.ops]
+    assert kinds.count(("ChannelAffineOp", None)) == 1  # after a Dense, no relu follows
+    assert "BroadcastBinaryOp" not in [kind for kind, _ in kinds]
+    assert "ChannelAffineOp" not in [type(op).__name__ for op in separate.ops]
     np.testing.assert_allclose(fused.predict(x, verbose=0), separate.predict(x, verbose=0),
                                rtol=1e-5, atol=1e-6)
     losses = [net.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history["loss"]
@@ -84,16 +84,16 @@ def test_only_the_same_layers_per_channel_weights_fold():
     """A multiply by one layer's weight and an add of another's stay apart (the fused op
     names its parameters after one layer), as does a scale that is not per channel."""
     from kiln.binding import constants as dnnl
-    from kiln.ops.broadcast import BroadcastBinary
+    from kiln.ops.broadcast import BroadcastBinaryOp
 
     per_channel = (1, 4, 1, 1)
-    mul = BroadcastBinary("a", "multiply", ("scale", per_channel, dnnl.abcd))
+    mul = BroadcastBinaryOp("a", "multiply", ("scale", per_channel, dnnl.abcd))
     assert fusion.fold_channel_affine(
-        mul, BroadcastBinary("b", "add", ("bias", per_channel, dnnl.abcd))) is None
+        mul, BroadcastBinaryOp("b", "add", ("bias", per_channel, dnnl.abcd))) is None
     merged = fusion.fold_channel_affine(
-        mul, BroadcastBinary("a", "add", ("bias", per_channel, dnnl.abcd)))
+        mul, BroadcastBinaryOp("a", "add", ("bias", per_channel, dnnl.abcd)))
     assert merged.parameter_dims(None) == {"scale": (per_channel, dnnl.abcd),
                                            "bias": (per_channel, dnnl.abcd)}
-    rowwise = BroadcastBinary("a", "multiply", ("scale", (1, 4, 5, 1), dnnl.abcd))
+    rowwise = BroadcastBinaryOp("a", "multiply", ("scale", (1, 4, 5, 1), dnnl.abcd))
     assert fusion.fold_channel_affine(
-        rowwise, BroadcastBinary("a", "add", ("bias", per_channel, dnnl.abcd))) is None
+        rowwise, BroadcastBinaryOp("a", "add", ("bias", per_channel, dnnl.abcd))) is None

@@ -9,9 +9,7 @@ from kiln.graph.rules import RULES, named
 from kiln.graph.symbolic import SymbolicTensor
 from kiln.graph.topology import Graph
 from kiln.keras.layers import Activation, Conv2D, Dense, Flatten, MaxPooling2D
-from kiln.ops import Activation as ActivationOp
-from kiln.ops import Conv2D as Conv2DOp
-from kiln.ops import Dense as DenseOp
+from kiln.ops import ActivationOp, Conv2DOp, DenseOp
 
 
 def fused_chain(ops, dims=(None, 3, 16, 16), rules=None):
@@ -21,14 +19,14 @@ def fused_chain(ops, dims=(None, 3, 16, 16), rules=None):
 
 
 def test_fold_rules():
-    from kiln.ops import Flatten as FlattenOp
+    from kiln.ops import FlattenOp
     ops = [Conv2DOp("c", 4, (3, 3)), ActivationOp("a", "relu"),
            Conv2DOp("c2", 4, (3, 3), activation="relu"), ActivationOp("a2", "tanh"),
            FlattenOp("f"), DenseOp("d", 3), ActivationOp("s", "softmax")]
     fused = [op for op in fused_chain(ops, rules=named("activation into conv/dense"))
              if not isinstance(op, FlattenOp)]
-    assert [type(op).__name__ for op in fused] == ["Conv2D", "Conv2D", "Activation", "Dense",
-                                                   "Activation"]
+    assert [type(op).__name__ for op in fused] == ["Conv2DOp", "Conv2DOp", "ActivationOp",
+                                                   "DenseOp", "ActivationOp"]
     assert fused[0].activation == "relu" and fused[0].name == "c"
     assert ops[0].activation is None  # the original op is not modified
     assert fused[2].activation == "tanh"  # an already-activated conv keeps its Activation
@@ -66,22 +64,22 @@ def test_separate_activation_layers_train_like_fused_ones(steps):
 
 
 def test_pool_then_dropout_rules():
-    from kiln.ops import Dropout as DropoutOp
-    from kiln.ops import MaxPoolDropout, Pooling2D
+    from kiln.ops import DropoutOp, MaxPoolDropoutOp, Pooling2DOp
 
     def pool(mode="max", size=(2, 2), strides=(2, 2), padding="valid"):
-        return Pooling2D("p", mode, size, strides, padding)
+        return Pooling2DOp("p", mode, size, strides, padding)
 
     def kinds(ops):
         return [type(op).__name__ for op in fused_chain(ops, rules=named("max pool + dropout"))]
 
     conv = Conv2DOp("c", 4, (3, 3), activation="relu")
     fused = fused_chain([conv, pool(), DropoutOp("d", 0.25, seed=1)])
-    assert [type(op).__name__ for op in fused] == ["Conv2D", "MaxPoolDropout"]
-    assert isinstance(fused[1], MaxPoolDropout) and fused[1].name == "p+d"
+    assert [type(op).__name__ for op in fused] == ["Conv2DOp", "MaxPoolDropoutOp"]
+    assert isinstance(fused[1], MaxPoolDropoutOp) and fused[1].name == "p+d"
     # anything but a 2x2 / 2 'valid' max window, or a dropout that drops nothing, stays apart
     for other in (pool("avg"), pool(size=(3, 3), strides=(3, 3)), pool(strides=(1, 1)),
                   pool(padding="same")):
-        assert kinds([conv, other, DropoutOp("d", 0.25)]) == ["Conv2D", "Pooling2D", "Dropout"]
-    assert kinds([conv, pool(), DropoutOp("d", 0.0)]) == ["Conv2D", "Pooling2D", "Dropout"]
-    assert kinds([conv, DropoutOp("d", 0.25), pool()]) == ["Conv2D", "Dropout", "Pooling2D"]
+        assert kinds([conv, other, DropoutOp("d", 0.25)]) == ["Conv2DOp", "Pooling2DOp",
+                                                              "DropoutOp"]
+    assert kinds([conv, pool(), DropoutOp("d", 0.0)]) == ["Conv2DOp", "Pooling2DOp", "DropoutOp"]
+    assert kinds([conv, DropoutOp("d", 0.25), pool()]) == ["Conv2DOp", "DropoutOp", "Pooling2DOp"]

@@ -8,7 +8,7 @@ from kiln import keras
 from kiln.graph import rules as graph_rules
 from kiln.graph.rewrite import fuse
 from kiln.keras import layers
-from kiln.ops.conv2d_residual import Conv2DResidual
+from kiln.ops.conv2d_residual import Conv2DResidualOp
 
 
 def inference_ops(model):
@@ -74,7 +74,7 @@ def build(case, data_format="channels_last"):
 @pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
 def test_residual_add_folds_only_where_its_input_may_be_overwritten(case, folded, data_format):
     model, shape = build(case, data_format)
-    fused = [op for op in inference_ops(model) if isinstance(op, Conv2DResidual)]
+    fused = [op for op in inference_ops(model) if isinstance(op, Conv2DResidualOp)]
     assert len(fused) == folded
     x = np.random.default_rng(0).normal(size=(16, *shape)).astype(np.float32)
     with_fusion = predictions(model, x, residual_fusion=True)
@@ -87,8 +87,8 @@ def test_residual_add_folds_only_where_its_input_may_be_overwritten(case, folded
 def test_the_block_folds_batch_norm_add_and_relu_into_one_convolution():
     model, _ = build("block")
     ops = inference_ops(model)
-    assert [type(op).__name__ for op in ops] == ["Conv2D", "Conv2D", "Conv2DResidual"]
+    assert [type(op).__name__ for op in ops] == ["Conv2DOp", "Conv2DOp", "Conv2DResidualOp"]
     assert ops[2].activation == "relu" and ops[2].conv.channel_affine is not None
     # training keeps the add: its backward hands the gradient to both branches
-    assert "Add" in [type(op).__name__ for op in fuse(model.graph, model._plan_rules).ops]
+    assert "AddOp" in [type(op).__name__ for op in fuse(model.graph, model._plan_rules).ops]
 

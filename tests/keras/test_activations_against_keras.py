@@ -124,14 +124,14 @@ def test_activations_without_an_output_backward_fuse_in_inference_only():
     it as its own op, inference plans as a post-op of the convolution."""
     from kiln.graph.rewrite import fuse
     from kiln.graph.rules import RULES
-    from kiln.ops import Activation
+    from kiln.ops import ActivationOp
 
     kk.backend.clear_session()
     model = conv_model("gelu", CL)(kk)
     training_ops = fuse(model.graph, RULES, "training").ops
     inference_ops = fuse(model.graph, RULES, "inference").ops
     def activations(ops):  # the Dense head's softmax stays an op of its own
-        return [op.activation for op in ops if isinstance(op, Activation)]
+        return [op.activation for op in ops if isinstance(op, ActivationOp)]
 
     assert activations(training_ops) == ["gelu", "softmax"]
     assert activations(inference_ops) == ["softmax"]

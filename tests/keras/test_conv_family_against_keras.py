@@ -281,7 +281,7 @@ CONV1D_GRADIENT_CASES = {
 @pytest.mark.parametrize("data_format", [CL, CF])
 @pytest.mark.parametrize("case", list(CONV1D_GRADIENT_CASES))
 def test_conv1d_training_step_equals_keras(case, data_format):
-    """kiln's Conv1D op (the layer's own) against Keras's Conv1D differentiated by JAX, on
+    """kiln's Conv1DOp (the layer's own) against Keras's Conv1D differentiated by JAX, on
     the same weights: the output and the gradients of sum(output * dy) with respect to the
     input, the kernel and the bias, i.e. the same SGD step."""
     import sys

@@ -1,4 +1,4 @@
-"""BatchedMatmul against float64 numpy and central differences: a tensor times a (K, N)
+"""BatchedMatmulOp against float64 numpy and central differences: a tensor times a (K, N)
 weight at ranks 2 to 4 (a 4D image in both data formats), and two tensors (B plain or read
 transposed) at ranks 3 and 4."""
 
@@ -7,7 +7,7 @@ import pytest
 from multi_input_checker import check_multi_input_op
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
 
-from kiln.ops.batched_matmul import BatchedMatmul
+from kiln.ops.batched_matmul import BatchedMatmulOp
 
 
 @pytest.mark.parametrize("shape, data_format", [
@@ -18,7 +18,7 @@ def test_tensor_times_weight(shape, data_format):
     x = rng.standard_normal(shape)
     w = rng.standard_normal((5, 6))
     dy = rng.standard_normal((*shape[:-1], 6))
-    op = BatchedMatmul("proj", data_format, weight=("w", (5, 6)))
+    op = BatchedMatmulOp("proj", data_format, weight=("w", (5, 6)))
 
     def reference(x, params):
         return x @ params["proj/w"]
@@ -52,7 +52,7 @@ def test_two_tensors(a_shape, b_shape, transpose_b):
         return [dy @ np.swapaxes(b_read, -1, -2),
                 np.swapaxes(db, -1, -2) if transpose_b else db]
 
-    op = BatchedMatmul("attention", transpose_b=transpose_b)
+    op = BatchedMatmulOp("attention", transpose_b=transpose_b)
     check_multi_input_op(op, [a, b], dy, lambda xs, params: product(*xs),
                          reference_grads=reference_grads, rtol=1e-4, atol=1e-5,
                          grad_rtol=1e-4, grad_atol=1e-4)
@@ -60,6 +60,6 @@ def test_two_tensors(a_shape, b_shape, transpose_b):
 
 def test_shapes_that_do_not_fit_are_refused():
     with pytest.raises(ValueError, match="BatchedMatmul 'attention'.*do not fit"):
-        BatchedMatmul("attention").output_dims([(1, 3, 4), (1, 5, 4)])
+        BatchedMatmulOp("attention").output_dims([(1, 3, 4), (1, 5, 4)])
     with pytest.raises(ValueError, match="weight's 5 rows"):
-        BatchedMatmul("proj", weight=("w", (5, 6))).output_dims((1, 4))
+        BatchedMatmulOp("proj", weight=("w", (5, 6))).output_dims((1, 4))

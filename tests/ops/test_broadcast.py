@@ -1,4 +1,4 @@
-"""kiln.ops.broadcast.BroadcastBinary: forward and both operands' gradients against float64
+"""kiln.ops.broadcast.BroadcastBinaryOp: forward and both operands' gradients against float64
 numpy (numpy's broadcasting) and central differences, over a table of broadcasting shape
 pairs in both data formats, 2D, 3D and 4D, two tensors or a tensor and a parameter, activations
 in oneDNN's blocked layouts (also padded), and the shape errors."""
@@ -9,7 +9,7 @@ from multi_input_checker import MultiInputHarness, check_multi_input_op
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op, native_channel_block
 
 from kiln.binding import constants as dnnl
-from kiln.ops.broadcast import COMPARISONS, OPERATIONS, BroadcastBinary
+from kiln.ops.broadcast import COMPARISONS, OPERATIONS, BroadcastBinaryOp
 from kiln.ops.tensor import keras_shape
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
@@ -97,7 +97,7 @@ def test_two_tensors_match_numpy_for_every_operation(pair, data_format):
             continue
         numeric = index == turn % len(SIGNED)
         check_multi_input_op(
-            BroadcastBinary(f"{operation}_op", operation), xs, dy,
+            BroadcastBinaryOp(f"{operation}_op", operation), xs, dy,
             lambda xs, p, operation=operation: forward_reference(operation, *xs),
             data_format=data_format,
             reference_grads=lambda xs, p, dy, operation=operation: list(
@@ -125,7 +125,7 @@ def test_parameter_operand(case):
     (x, weight), dy = operands(dims, param_dims, data_format, seed=7)
     tag = dnnl.acdb if len(dims) == 4 and data_format == CHANNELS_LAST else None
     weight_value = weight.reshape(weight.shape[1:])  # Keras' weight has no batch axis
-    op = BroadcastBinary("scale", operation, ("kernel", param_dims, tag or {
+    op = BroadcastBinaryOp("scale", operation, ("kernel", param_dims, tag or {
         4: dnnl.abcd, 2: dnnl.ab}[len(dims)]))
 
     def reference(x, params):
@@ -146,7 +146,7 @@ def test_power_of_positive_bases(pair):
     (base, exponent), dy = operands(dims0, dims1, CHANNELS_FIRST, seed=11)
     xs = [np.abs(base) + np.float32(0.5), exponent]
     check_multi_input_op(
-        BroadcastBinary("pow", "power"), xs, dy,
+        BroadcastBinaryOp("pow", "power"), xs, dy,
         lambda xs, p: forward_reference("power", *xs), data_format=CHANNELS_FIRST,
         reference_grads=lambda xs, p, dy: list(gradient_reference("power", *xs, dy)),
         entries=3, rtol=1e-5, atol=1e-5, grad_rtol=1e-4, grad_atol=1e-4)
@@ -155,7 +155,7 @@ def test_power_of_positive_bases(pair):
 def test_frozen_parameter_and_no_input_gradient():
     """A frozen weight gets no gradient call; without need_input_grad nothing is planned."""
     (x, weight), dy = operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=3)
-    op = BroadcastBinary("bias", "add", ("bias", (1, C, 1, 1), dnnl.acdb))
+    op = BroadcastBinaryOp("bias", "add", ("bias", (1, C, 1, 1), dnnl.acdb))
     harness = OpHarness(op, x, {"bias/bias": weight[0]}, need_input_grad=False,
                         frozen=("bias/bias",))
     assert harness.backward_calls == [] and harness.input_grad_memory is None
@@ -166,7 +166,7 @@ def test_add_hands_the_output_gradient_through_without_a_copy():
     """The full-size input of add gets the output gradient buffer itself; the only backward
     call is the bias gradient's sum over N, H, W."""
     (x, weight), dy = operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=4)
-    harness = OpHarness(BroadcastBinary("bias", "add", ("bias", (1, C, 1, 1), dnnl.acdb)),
+    harness = OpHarness(BroadcastBinaryOp("bias", "add", ("bias", (1, C, 1, 1), dnnl.acdb)),
                         x, {"bias/bias": weight[0]})
     assert harness.input_grad_memory is harness.dy_memory
     assert len(harness.backward_calls) == 1
@@ -185,7 +185,7 @@ def test_blocked_layouts(channels, tag, operation):
     for index, second in enumerate([(1, channels, 1, 1), (1, channels, H, 1)]):
         xs, dy = operands((N, channels, H, W), second, CHANNELS_LAST, seed=index)
         check_multi_input_op(
-            BroadcastBinary("blocked", operation), xs, dy,
+            BroadcastBinaryOp("blocked", operation), xs, dy,
             lambda xs, p: forward_reference(operation, *xs),
             reference_grads=lambda xs, p, dy: list(gradient_reference(operation, *xs, dy)),
             layouts={0: tag}, numeric=index == 0, entries=3, rtol=1e-5, atol=1e-5,
@@ -196,7 +196,7 @@ def test_per_channel_forward_is_one_onednn_call_in_the_input_layout():
     """A per-channel bias onto the CPU's blocked layout: one binary primitive, no reorder of
     the activation."""
     xs, _ = operands((N, 16, H, W), (1, 16, 1, 1), CHANNELS_LAST, seed=5)
-    harness = MultiInputHarness(BroadcastBinary("bias", "add"), xs,
+    harness = MultiInputHarness(BroadcastBinaryOp("bias", "add"), xs,
                                 layouts={0: native_channel_block()})
     op_calls = [c for c in harness.forward_calls if c.label.startswith("bias")]
     assert [type(c).__name__ for c in op_calls if "forward" in c.label] == ["BoundCall"]
@@ -205,16 +205,16 @@ def test_per_channel_forward_is_one_onednn_call_in_the_input_layout():
 
 
 def test_shapes_that_do_not_broadcast_name_both_shapes_and_the_op():
-    op = BroadcastBinary("my_add", "add")
+    op = BroadcastBinaryOp("my_add", "add")
     with pytest.raises(ValueError, match=r"add 'my_add'.*\(2, 3, 4, 5\).*\(1, 2, 1, 1\)"):
         op.output_dims([(2, 3, 4, 5), (1, 2, 1, 1)])
     with pytest.raises(ValueError, match=r"\(2, 3\).*\(2, 3, 1, 1\)"):
         op.output_dims([(2, 3), (2, 3, 1, 1)])
-    scale = BroadcastBinary("scale", "multiply", ("w", (1, 4, 1, 1), dnnl.abcd))
+    scale = BroadcastBinaryOp("scale", "multiply", ("w", (1, 4, 1, 1), dnnl.abcd))
     with pytest.raises(ValueError, match=r"multiply 'scale'.*\(2, 3, 4, 5\).*\(1, 4, 1, 1\)"):
         scale.output_dims((2, 3, 4, 5))
     with pytest.raises(ValueError, match="operation must be one of"):
-        BroadcastBinary("mod", "mod")
+        BroadcastBinaryOp("mod", "mod")
 
 
 @pytest.mark.parametrize("layout", [None, dnnl.aBcd8b])
@@ -224,7 +224,7 @@ def test_per_channel_gradient_of_short_lines(layout, operation):
     floats side by side and folds the lanes (its fast path for a bias or scale gradient)."""
     xs, dy = operands((2, 8, 4, 4), (1, 8, 1, 1), CHANNELS_LAST, seed=9)
     check_multi_input_op(
-        BroadcastBinary("short", operation), xs, dy,
+        BroadcastBinaryOp("short", operation), xs, dy,
         lambda xs, p: forward_reference(operation, *xs),
         reference_grads=lambda xs, p, dy: list(gradient_reference(operation, *xs, dy)),
         layouts={} if layout is None else {0: layout}, numeric=False, rtol=1e-5, atol=1e-5,
@@ -264,7 +264,7 @@ def test_comparisons_give_one_and_zero_and_no_gradient(pair, data_format):
     xs, dy = tied_operands(dims0, dims1, data_format, seed=len(name))
     for operation in COMPARISONS:
         result, _ = check_multi_input_op(
-            BroadcastBinary(f"{operation}_op", operation), xs, dy, compared(operation),
+            BroadcastBinaryOp(f"{operation}_op", operation), xs, dy, compared(operation),
             data_format=data_format, reference_grads=zero_grads, numeric=False, atol=0)
         assert 0 < result.output.sum() < result.output.size, "a test without both outcomes"
 
@@ -272,7 +272,7 @@ def test_comparisons_give_one_and_zero_and_no_gradient(pair, data_format):
 def test_comparison_gradient_is_zero_by_central_differences():
     """Away from ties a comparison is flat: central differences of both inputs are 0 too."""
     xs, dy = operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=2)
-    check_multi_input_op(BroadcastBinary("gt", "greater"), xs, dy, compared("greater"),
+    check_multi_input_op(BroadcastBinaryOp("gt", "greater"), xs, dy, compared("greater"),
                          reference_grads=zero_grads, layouts={0: dnnl.aBcd8b}, entries=4)
 
 
@@ -280,12 +280,12 @@ def test_comparison_with_a_parameter_and_with_a_constant():
     """x >= a learned per-channel threshold (its gradient: zeros), and x < 0.5 (a constant
     operand of the plan, no second input)."""
     (x, threshold), dy = tied_operands((N, C, H, W), (1, C, 1, 1), CHANNELS_LAST, seed=5)
-    op = BroadcastBinary("gate", "greater_equal", ("threshold", (1, C, 1, 1), dnnl.acdb))
+    op = BroadcastBinaryOp("gate", "greater_equal", ("threshold", (1, C, 1, 1), dnnl.acdb))
     check_op(op, x, {"gate/threshold": threshold[0]}, dy,
              lambda x, p: (x >= p["gate/threshold"][None]).astype(np.float64), CHANNELS_LAST,
              reference_grads=lambda x, p, dy: (np.zeros_like(x), {
                  "gate/threshold": np.zeros_like(p["gate/threshold"])}), numeric=False)
     for data_format in FORMATS:
-        check_op(BroadcastBinary("lt", "less", constant=0.5), x, {}, dy,
+        check_op(BroadcastBinaryOp("lt", "less", constant=0.5), x, {}, dy,
                  lambda x, p: (x < 0.5).astype(np.float64), data_format,
                  reference_grads=lambda x, p, dy: (np.zeros_like(x), {}), numeric=False)

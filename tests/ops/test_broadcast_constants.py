@@ -1,4 +1,4 @@
-"""BroadcastBinary with a constant array operand (a numpy array in a custom layer's call():
+"""BroadcastBinaryOp with a constant array operand (a numpy array in a custom layer's call():
 `(x - MEAN) / STD`, `1 - x`): the plan holds the values, on either side of the operation; the
 input's gradient against numpy and central differences, the constant gets none."""
 
@@ -7,7 +7,7 @@ import pytest
 from op_checker import check_op
 
 from kiln.binding import constants as dnnl
-from kiln.ops.broadcast import BroadcastBinary
+from kiln.ops.broadcast import BroadcastBinaryOp
 from kiln.ops.tensor import CHANNELS_FIRST, CHANNELS_LAST
 
 N, C, H, W = 2, 3, 4, 5
@@ -41,8 +41,8 @@ def test_a_constant_array_on_either_side(data_format, case, operation, constant_
     else:
         tag, stored = dnnl.acdb, np.ascontiguousarray(broadcast)
     function = OPERATIONS[operation]
-    op = BroadcastBinary("norm", operation, constant_array=(stored, dims, tag),
-                         constant_first=constant_first)
+    op = BroadcastBinaryOp("norm", operation, constant_array=(stored, dims, tag),
+                           constant_first=constant_first)
 
     def reference(x, params):
         c = broadcast.astype(np.float64)
@@ -53,4 +53,4 @@ def test_a_constant_array_on_either_side(data_format, case, operation, constant_
 
 def test_a_constant_that_does_not_fill_its_dims_is_refused():
     with pytest.raises(ValueError, match=r"BroadcastBinary 'norm'.*6 values.*\(1, 3, 1, 1\)"):
-        BroadcastBinary("norm", "add", constant_array=(np.ones(6), (1, 3, 1, 1), dnnl.abcd))
+        BroadcastBinaryOp("norm", "add", constant_array=(np.ones(6), (1, 3, 1, 1), dnnl.abcd))

@@ -1,4 +1,4 @@
-"""kiln.ops.channel_affine.ChannelAffine (a custom layer's x * scale + shift [+ relu], fused):
+"""kiln.ops.channel_affine.ChannelAffineOp (a custom layer's x * scale + shift [+ relu], fused):
 forward and gradients against float64 numpy and central differences in both data formats,
 with and without relu, with only a scale or only a shift, in oneDNN's blocked layouts (also
 padded), on 2D features, frozen parameters, and its argument errors."""
@@ -10,7 +10,7 @@ from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
 from kiln.binding import constants as dnnl
 from kiln.binding.memory import MemoryDesc
 from kiln.ops.base import Op
-from kiln.ops.channel_affine import ChannelAffine
+from kiln.ops.channel_affine import ChannelAffineOp
 from kiln.ops.tensor import Tensor
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
@@ -35,7 +35,7 @@ class ToLayout(Op):
 
 
 def case(data_format, channels, roles, relu, spatial=(4, 3), seed=0):
-    """(op, x, params, dy, reference, reference_grads) of one ChannelAffine."""
+    """(op, x, params, dy, reference, reference_grads) of one ChannelAffineOp."""
     rng = np.random.default_rng(seed)
     c = channels
     if spatial is None:
@@ -46,7 +46,7 @@ def case(data_format, channels, roles, relu, spatial=(4, 3), seed=0):
         shape, pshape, dims, tag, axes = (2, c, *spatial), (c, 1, 1), (1, c, 1, 1), dnnl.abcd, (
             0, 2, 3)
     operands = {role: (short, dims, tag) for role, short in roles.items()}
-    op = ChannelAffine("affine", activation="relu" if relu else None, **operands)
+    op = ChannelAffineOp("affine", activation="relu" if relu else None, **operands)
     params = {f"affine/{short}": rng.normal(size=pshape).astype(np.float32)
               for short in roles.values()}
     scale_name = roles.get("scale") and f"affine/{roles['scale']}"
@@ -103,7 +103,7 @@ def test_blocked_layouts(channels, tag, relu):
 @pytest.mark.parametrize("relu", [False, True])
 def test_numba_forward_where_onednn_has_only_its_reference_kernel(monkeypatch, layout, relu):
     """The fallback forward (oneDNN's binary with a ref kernel for a layout), forced."""
-    monkeypatch.setattr(ChannelAffine, "_forward_onednn", lambda *args: False)
+    monkeypatch.setattr(ChannelAffineOp, "_forward_onednn", lambda *args: False)
     data_format = CHANNELS_FIRST if layout == "nchw" else CHANNELS_LAST
     op, x, params, dy, reference, grads = case(data_format, 16, ROLES["scale and shift"], relu,
                                                seed=3)
@@ -156,11 +156,11 @@ def test_forward_is_one_onednn_call_in_the_input_layout():
 
 def test_argument_errors_name_the_op_and_the_argument():
     with pytest.raises(ValueError, match=r"ChannelAffine 'a'.*scale.*\(1, 4, 5, 1\)"):
-        ChannelAffine("a", scale=("s", (1, 4, 5, 1), dnnl.abcd))
+        ChannelAffineOp("a", scale=("s", (1, 4, 5, 1), dnnl.abcd))
     with pytest.raises(ValueError, match=r"ChannelAffine 'a'.*activation.*'tanh'"):
-        ChannelAffine("a", shift=("b", (1, 4, 1, 1), dnnl.abcd), activation="tanh")
+        ChannelAffineOp("a", shift=("b", (1, 4, 1, 1), dnnl.abcd), activation="tanh")
     with pytest.raises(ValueError, match="needs a scale, a shift or both"):
-        ChannelAffine("a")
-    op = ChannelAffine("a", shift=("b", (1, 4, 1, 1), dnnl.abcd))
+        ChannelAffineOp("a")
+    op = ChannelAffineOp("a", shift=("b", (1, 4, 1, 1), dnnl.abcd))
     with pytest.raises(ValueError, match=r"ChannelAffine 'a'.*\(2, 3, 5, 5\)"):
         op.output_dims((2, 3, 5, 5))

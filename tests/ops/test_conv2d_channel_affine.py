@@ -1,4 +1,4 @@
-"""Conv2DChannelAffine: a convolution and the custom per-channel scale / shift (and relu)
+"""Conv2DChannelAffineOp: a convolution and the custom per-channel scale / shift (and relu)
 after it, planned as one convolution on scaled weights. Each model trains and predicts as
 the same model with the custom layer's ops left separate (kiln's unfused ops are themselves
 checked against Keras and central differences), with every weight moving: convolution biases,
@@ -64,7 +64,7 @@ def compiled(make, fold):
 
 def check_folds_and_trains_like_separate_ops(make, data_format, folded, size=10, batch=8,
                                              frozen=()):
-    """`folded`: how many Conv2DChannelAffine ops the training plan must have."""
+    """`folded`: how many Conv2DChannelAffineOp ops the training plan must have."""
     x, y = data(data_format, size=size)
     fused, separate = compiled(make, True), compiled(make, False)
     rng = np.random.default_rng(1)
@@ -77,9 +77,9 @@ def check_folds_and_trains_like_separate_ops(make, data_format, folded, size=10,
         if frozen:
             model.compile(loss="categorical_crossentropy", optimizer=keras.optimizers.Adam(0.01))
     kinds = [type(op).__name__ for op in fused.ops]
-    assert kinds.count("Conv2DChannelAffine") == folded, kinds
-    assert "ChannelAffine" not in kinds and "BroadcastBinary" not in kinds
-    assert "Conv2DChannelAffine" not in [type(op).__name__ for op in separate.ops]
+    assert kinds.count("Conv2DChannelAffineOp") == folded, kinds
+    assert "ChannelAffineOp" not in kinds and "BroadcastBinaryOp" not in kinds
+    assert "Conv2DChannelAffineOp" not in [type(op).__name__ for op in separate.ops]
     np.testing.assert_allclose(fused.predict(x, verbose=0), separate.predict(x, verbose=0),
                                rtol=1e-4, atol=1e-5)
     losses = [model.fit(x, y, batch_size=batch, epochs=2, shuffle=False,
@@ -176,7 +176,7 @@ def test_a_convolution_and_its_affine_called_twice_share_the_scaled_weights():
     x2 = x[::-1].copy()
     fused, separate = compiled(make, True), compiled(make, False)
     kinds = [type(op).__name__ for op in fused.ops]
-    assert kinds.count("Conv2DChannelAffine") == 2
+    assert kinds.count("Conv2DChannelAffineOp") == 2
     for model in (fused, separate):
         model.fit([x, x2], y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     assert "\n".join(fused._plan(True, 8).describe()).count("scale and bias vectors") == 1

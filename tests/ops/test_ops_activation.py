@@ -1,4 +1,4 @@
-"""kiln.ops.activation.Activation (relu, tanh, sigmoid, linear, softmax) vs numpy."""
+"""kiln.ops.activation.ActivationOp (relu, tanh, sigmoid, linear, softmax) vs numpy."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ from op_checker import (
     run_ops,
 )
 
-from kiln.ops.activation import Activation
+from kiln.ops.activation import ActivationOp
 
 ELEMENTWISE = ["relu", "tanh", "sigmoid", "linear", None]
 
@@ -37,7 +37,7 @@ def test_activation_forward_backward(activation, shape, data_format):
     def reference_grads(x64, p64, dy64):
         return activation_backward(activation, activation_forward(activation, x64), dy64), {}
 
-    result, harness = check_op(Activation("act", activation), x, {}, dy, reference, data_format,
+    result, harness = check_op(ActivationOp("act", activation), x, {}, dy, reference, data_format,
                                reference_grads, rtol=1e-5, atol=1e-6, grad_rtol=1e-4,
                                grad_atol=1e-5, eps=1e-3, entries=6)
     if activation in (None, "linear"):
@@ -48,11 +48,11 @@ def test_activation_forward_backward(activation, shape, data_format):
 def test_softmax_rows_sum_to_one_and_axis_is_keras_last_axis():
     rng = np.random.default_rng(12)
     x = rng.normal(size=(2, 3, 4, 5)).astype(np.float32)  # channels_first: softmax over W (5)
-    out, _ = run_ops(Activation("s", "softmax"), x, {}, np.zeros_like(x), CHANNELS_FIRST)
+    out, _ = run_ops(ActivationOp("s", "softmax"), x, {}, np.zeros_like(x), CHANNELS_FIRST)
     np.testing.assert_allclose(out.output.sum(axis=-1), 1.0, rtol=1e-5)
     assert not np.allclose(out.output.sum(axis=1), 1.0)
     x = rng.normal(size=(2, 4, 5, 3)).astype(np.float32)  # channels_last: softmax over C (3)
-    out, _ = run_ops(Activation("s", "softmax"), x, {}, np.zeros_like(x), CHANNELS_LAST)
+    out, _ = run_ops(ActivationOp("s", "softmax"), x, {}, np.zeros_like(x), CHANNELS_LAST)
     np.testing.assert_allclose(out.output.sum(axis=-1), 1.0, rtol=1e-5)
 
 
@@ -60,13 +60,13 @@ def test_softmax_backward_of_constant_gradient_is_zero():
     """sum(softmax) == 1, so a gradient equal on every class gives zero input gradient."""
     x = np.random.default_rng(13).normal(size=(5, 6)).astype(np.float32)
     dy = np.tile(np.arange(5, dtype=np.float32)[:, None], (1, 6))
-    result, _ = run_ops(Activation("s", "softmax"), x, {}, dy)
+    result, _ = run_ops(ActivationOp("s", "softmax"), x, {}, dy)
     np.testing.assert_allclose(result.input_grad, 0.0, atol=1e-6)
 
 
 def test_softmax_is_shift_invariant_and_stable_for_large_logits():
     x = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -1000.0]], np.float32)
-    result, _ = run_ops(Activation("s", "softmax"), x, {}, np.zeros_like(x))
+    result, _ = run_ops(ActivationOp("s", "softmax"), x, {}, np.zeros_like(x))
     expected = activation_forward("softmax", x.astype(np.float64))
     np.testing.assert_allclose(result.output, expected, rtol=1e-5)
     assert np.all(np.isfinite(result.output))
@@ -76,7 +76,7 @@ def test_softmax_is_shift_invariant_and_stable_for_large_logits():
 def test_activation_inference_builder(activation):
     rng = np.random.default_rng(14)
     x = rng.normal(size=(3, 8)).astype(np.float32)
-    harness = OpHarness(Activation("a", activation), x, training=False)
+    harness = OpHarness(ActivationOp("a", activation), x, training=False)
     np.testing.assert_allclose(harness.forward(), activation_forward(activation, x), rtol=1e-5,
                                atol=1e-6)
     assert harness.builder.backward_calls == []
@@ -85,18 +85,18 @@ def test_activation_inference_builder(activation):
 def test_activation_relu_gradient_masks_negative_inputs():
     x = np.array([[-2.0, -0.5, 0.5, 2.0]], np.float32)
     dy = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
-    result, _ = run_ops(Activation("r", "relu"), x, {}, dy)
+    result, _ = run_ops(ActivationOp("r", "relu"), x, {}, dy)
     np.testing.assert_array_equal(result.output, [[0.0, 0.0, 0.5, 2.0]])
     np.testing.assert_array_equal(result.input_grad, [[0.0, 0.0, 3.0, 4.0]])
 
 
 def test_unknown_activation_is_rejected():
     with pytest.raises(ValueError, match="activation must be one of"):
-        Activation("a", "sparsemax")
+        ActivationOp("a", "sparsemax")
 
 
 def test_softmax_after_flatten_is_rejected():
-    from kiln.ops.flatten import Flatten
+    from kiln.ops.flatten import FlattenOp
     x = np.zeros((2, 3, 4, 5), np.float32)
     with pytest.raises(ValueError, match="softmax over a flattened"):
-        OpHarness([Flatten("f"), Activation("s", "softmax")], x)
+        OpHarness([FlattenOp("f"), ActivationOp("s", "softmax")], x)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op, conv2d_reference
 
-from kiln.ops.activation import Activation
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.dense import Dense
+from kiln.ops.activation import ActivationOp
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.dense import DenseOp
 from kiln.ops.eltwise import FUSABLE, activation_name, spec
 
 SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -91,7 +91,7 @@ def test_activation_matches_keras_formula(name, shape, data_format):
     def reference_grads(x64, p64, dy64):
         return dy64 * numeric_derivative(name, x64), {}
 
-    check_op(Activation("act", name), x, {}, dy, reference, data_format, reference_grads,
+    check_op(ActivationOp("act", name), x, {}, dy, reference, data_format, reference_grads,
              rtol=2e-5, atol=2e-6, grad_rtol=1e-4, grad_atol=1e-4, eps=1e-3, entries=8)
 
 
@@ -140,7 +140,7 @@ def test_activation_fused_into_conv(name, data_format):
     params = {"conv/kernel": kernel, "conv/bias": bias}
     out = reference(x.astype(np.float64), {k: v.astype(np.float64) for k, v in params.items()})
     dy = rng.normal(size=out.shape).astype(np.float32)
-    _, harness = check_op(Conv2D("conv", 4, (3, 3), padding="same", activation=name), x, params,
+    _, harness = check_op(Conv2DOp("conv", 4, (3, 3), padding="same", activation=name), x, params,
                           dy, reference, data_format, rtol=1e-4, atol=1e-5, eps=1e-2,
                           entries=8, min_checked=0.3)
     # the activation is a post-op: no call of its own forward
@@ -159,7 +159,7 @@ def test_activation_fused_into_dense(name):
         return REFERENCES[name](x64 @ p64["dense/kernel"] + p64["dense/bias"])
 
     dy = rng.normal(size=(5, 4)).astype(np.float32)
-    check_op(Dense("dense", 4, activation=name), x, {"dense/kernel": kernel, "dense/bias": bias},
+    check_op(DenseOp("dense", 4, activation=name), x, {"dense/kernel": kernel, "dense/bias": bias},
              dy, reference, rtol=1e-4, atol=1e-5, eps=1e-2, entries=8)
 
 
@@ -167,7 +167,7 @@ def test_activation_fused_into_dense(name):
                                   activation_name("relu", threshold=0.5)])
 def test_inference_plan_has_no_backward(name):
     x = np.random.default_rng(7).normal(size=(3, 8)).astype(np.float32)
-    harness = OpHarness(Activation("a", name), x, training=False)
+    harness = OpHarness(ActivationOp("a", name), x, training=False)
     np.testing.assert_allclose(harness.forward(), REFERENCES[name](x.astype(np.float64)),
                                rtol=2e-5, atol=2e-6)
     assert harness.builder.backward_calls == []
@@ -176,4 +176,4 @@ def test_inference_plan_has_no_backward(name):
 def test_unknown_names_are_rejected():
     for bad in ("sparsemax", "relu(bogus=1)", "gelu(approximate=maybe)"):
         with pytest.raises(ValueError, match="activation must be one of"):
-            Activation("a", bad)
+            ActivationOp("a", bad)

@@ -1,4 +1,4 @@
-"""AxisReduction (keras.ops sum / mean with keepdims inside a model): forward against numpy,
+"""AxisReductionOp (keras.ops sum / mean with keepdims inside a model): forward against numpy,
 gradient against the broadcast of dy and central differences, over several axis sets, in both
 data formats and on 2D tensors."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
 
-from kiln.ops.axis_reduction import AxisReduction
+from kiln.ops.axis_reduction import AxisReductionOp
 
 # logical axes of (N, C, H, W) -> Keras axes of the test's array in each format
 KERAS_AXES = {CHANNELS_LAST: {1: 3, 2: 1, 3: 2}, CHANNELS_FIRST: {1: 1, 2: 2, 3: 3}}
@@ -30,7 +30,7 @@ def test_image_reduction(axes, mode, data_format):
             return spread * (x64 == reduce(x64, axis=keras_axes, keepdims=True)), {}
         return spread, {}
 
-    check_op(AxisReduction("r", mode, axes), x, {}, dy,
+    check_op(AxisReductionOp("r", mode, axes), x, {}, dy,
              lambda x64, p: reduce(x64, axis=keras_axes, keepdims=True), data_format,
              gradient, rtol=1e-5, atol=1e-6)
 
@@ -39,7 +39,7 @@ def test_features_of_a_matrix():
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3, 7)).astype(np.float32)
     dy = rng.normal(size=(3, 1)).astype(np.float32)
-    check_op(AxisReduction("r", "mean", (1,)), x, {}, dy,
+    check_op(AxisReductionOp("r", "mean", (1,)), x, {}, dy,
              lambda x64, p: x64.mean(axis=1, keepdims=True), CHANNELS_LAST,
              lambda x64, p, dy64: (np.broadcast_to(dy64 / 7, x64.shape), {}),
              rtol=1e-5, atol=1e-6)
@@ -47,6 +47,6 @@ def test_features_of_a_matrix():
 
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="AxisReduction 'r': argument mode"):
-        AxisReduction("r", "prod", (1,))
+        AxisReductionOp("r", "prod", (1,))
     with pytest.raises(ValueError, match="AxisReduction 'r': argument axes"):
-        AxisReduction("r", "sum", (0, 1))
+        AxisReductionOp("r", "sum", (0, 1))

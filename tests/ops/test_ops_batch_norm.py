@@ -1,4 +1,4 @@
-"""kiln.ops.batch_norm.BatchNorm against a float64 numpy reference, central differences and
+"""kiln.ops.batch_norm.BatchNormOp against a float64 numpy reference, central differences and
 real Keras 3 (JAX backend)."""
 
 import os
@@ -17,9 +17,9 @@ from kiln.binding import constants as dnnl
 from kiln.binding.library import lib
 from kiln.binding.memory import Memory, MemoryDesc, layout_key
 from kiln.binding.primitive import reorder_now
-from kiln.ops.batch_norm import BatchNorm
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.flatten import Flatten
+from kiln.ops.batch_norm import BatchNormOp
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.flatten import FlattenOp
 from kiln.ops.tensor import Tensor
 from kiln.plan.builder import PlanBuilder
 from kiln.plan.parameters import ParameterStore
@@ -101,7 +101,7 @@ def run_bn_case(shape, data_format, center=True, scale=True, relu=False, frozen=
                 seed=0, **options):
     x, params, rng = make_case(shape, data_format, center, scale, seed)
     dy = rng.normal(size=x.shape).astype(np.float32)
-    op = BatchNorm("bn", center=center, scale=scale, fuse_relu=relu)
+    op = BatchNormOp("bn", center=center, scale=scale, fuse_relu=relu)
     op.frozen = frozen
 
     def reference(x64, p64):
@@ -141,7 +141,7 @@ def test_batch_norm_training(data_format, shape, affine, relu):
 def test_moving_statistics_follow_keras_formula(data_format, shape, momentum):
     """moving = moving * momentum + batch * (1 - momentum), batch variance biased; twice."""
     x, params, _ = make_case(SHAPES[shape], data_format, seed=2)
-    harness = OpHarness(BatchNorm("bn", momentum=momentum), x, params, data_format)
+    harness = OpHarness(BatchNormOp("bn", momentum=momentum), x, params, data_format)
     axis = channel_axis(x.ndim, data_format)
     axes = tuple(i for i in range(x.ndim) if i != axis)
     x64 = x.astype(np.float64)
@@ -161,7 +161,7 @@ def test_moving_statistics_follow_keras_formula(data_format, shape, momentum):
 @pytest.mark.parametrize("data_format", FORMATS)
 def test_inference_plan_uses_moving_statistics(data_format, shape, relu):
     x, params, _ = make_case(SHAPES[shape], data_format, seed=3)
-    harness = OpHarness(BatchNorm("bn", fuse_relu=relu), x, params, data_format,
+    harness = OpHarness(BatchNormOp("bn", fuse_relu=relu), x, params, data_format,
                         training=False)
     expected = bn_reference(x.astype(np.float64), params, data_format, training=False,
                             relu=relu)
@@ -191,7 +191,7 @@ def test_frozen_weights_get_no_gradient(data_format):
     gradient is the same; and no backward at all when the input needs none either."""
     x, params, rng = make_case(SHAPES["4d"], data_format, seed=5)
     dy = rng.normal(size=x.shape).astype(np.float32)
-    op = BatchNorm("bn")
+    op = BatchNormOp("bn")
     op.frozen = True
     frozen = ("bn/gamma", "bn/beta")
     harness = OpHarness(op, x, params, data_format, frozen=frozen)
@@ -227,7 +227,7 @@ def test_after_conv_in_its_blocked_layout(data_format, channels):
     _, params, _ = make_case((4, 5, 7, channels), data_format, seed=8)
     params["conv/kernel"] = rng.normal(0, 0.3, (3, 3, 16, channels)).astype(np.float32)
     dy = rng.normal(size=keras_layout((4, 5, 7, channels), data_format)).astype(np.float32)
-    ops = [Conv2D("conv", channels, (3, 3), padding="same", use_bias=False), BatchNorm("bn")]
+    ops = [Conv2DOp("conv", channels, (3, 3), padding="same", use_bias=False), BatchNormOp("bn")]
 
     def reference(x64, p64):
         z = conv2d_reference(x64, p64["conv/kernel"], None, (1, 1), "same", None, data_format)
@@ -247,12 +247,12 @@ def test_after_conv_in_its_blocked_layout(data_format, channels):
 
 
 def plan_by_hand(x, params, tag=None, data_type=dnnl.f32, op=None, dy=None, shared=False):
-    """A training plan of one BatchNorm over x (logical order: (N, C) or (N, C, H, W)) held in
+    """A training plan of one BatchNormOp over x (logical order: (N, C) or (N, C, H, W)) held in
     layout `tag` and `data_type`, planned without the harness so a test picks the input
     layout and hands backward a gradient buffer of its own (plain, f32, values dy).
     Returns (builder, store, output Memory, gradient Memory, input gradient Memory)."""
     store = ParameterStore()
-    op = op or BatchNorm("bn")
+    op = op or BatchNormOp("bn")
     channels = x.shape[1]
     for short, (dims, param_tag) in {**op.parameter_dims((1, channels)),
                                      **op.state_dims((1, channels))}.items():
@@ -343,23 +343,23 @@ def test_bf16_without_native_support_names_the_layer():
 
 
 def test_shape_rules_and_errors():
-    op = BatchNorm("bn", center=False)
+    op = BatchNormOp("bn", center=False)
     assert op.output_dims((4, 20, 5, 7)) == (4, 20, 5, 7)
     assert op.parameter_dims((4, 20, 5, 7)) == {"gamma": ((20,), dnnl.a)}
-    assert list(BatchNorm("bn").parameter_dims((4, 20))) == ["gamma", "beta"]
-    assert BatchNorm("bn").state_dims((4, 20)) == {"moving_mean": ((20,), dnnl.a),
+    assert list(BatchNormOp("bn").parameter_dims((4, 20))) == ["gamma", "beta"]
+    assert BatchNormOp("bn").state_dims((4, 20)) == {"moving_mean": ((20,), dnnl.a),
                                                   "moving_variance": ((20,), dnnl.a)}
-    assert BatchNorm.per_image is False and BatchNorm.frozen is False
+    assert BatchNormOp.per_image is False and BatchNormOp.frozen is False
     with pytest.raises(ValueError, match="BatchNormalization 'b': argument epsilon must be"):
-        BatchNorm("b", epsilon=-1e-3)
+        BatchNormOp("b", epsilon=-1e-3)
     with pytest.raises(ValueError, match=r"BatchNormalization 'b': argument momentum must be "
                                          r"in \[0, 1\], got 1.5"):
-        BatchNorm("b", momentum=1.5)
+        BatchNormOp("b", momentum=1.5)
     with pytest.raises(ValueError, match="BatchNormalization 'bn': expected an input of rank"):
         op.output_dims((4, 20, 7))
     x, params, _ = make_case((2, 3, 3, 4), CHANNELS_LAST)
     with pytest.raises(ValueError, match="BatchNormalization 'bn': .* flattened"):
-        OpHarness([Flatten("flat"), BatchNorm("bn")], x, params)
+        OpHarness([FlattenOp("flat"), BatchNormOp("bn")], x, params)
 
 
 @pytest.fixture(scope="module")
@@ -393,7 +393,7 @@ def test_against_keras3(keras3, data_format, shape, center, scale):
     layer.trainable = False
     want_frozen = np.asarray(layer(x, training=True))
 
-    op = BatchNorm("bn", epsilon=1e-3, momentum=0.9, center=center, scale=scale)
+    op = BatchNormOp("bn", epsilon=1e-3, momentum=0.9, center=center, scale=scale)
     training = OpHarness(op, x, params, data_format)
     np.testing.assert_allclose(training.forward(), want_train, rtol=1e-5, atol=1e-5)
     for name, want in zip(STATE, want_moving, strict=True):

@@ -1,11 +1,11 @@
-"""kiln.ops.conv2d.Conv2D against a float64 numpy convolution and central differences."""
+"""kiln.ops.conv2d.Conv2DOp against a float64 numpy convolution and central differences."""
 
 
 import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op, conv2d_reference, run_ops
 
-from kiln.ops.conv2d import Conv2D, conv_output_length, same_padding
+from kiln.ops.conv2d import Conv2DOp, conv_output_length, same_padding
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -47,7 +47,7 @@ def run_conv_case(geometry, data_format, activation, use_bias, need_input_grad=T
                   numeric=True, seed=0, entries=5):
     (h, w, c), filters, kernel_size, strides, padding = geometry
     x, params, rng = make_case(geometry, data_format, use_bias, seed)
-    op = Conv2D("conv", filters, kernel_size, strides, padding, activation, use_bias)
+    op = Conv2DOp("conv", filters, kernel_size, strides, padding, activation, use_bias)
     out_h = conv_output_length(h, kernel_size[0], strides[0], padding)
     out_w = conv_output_length(w, kernel_size[1], strides[1], padding)
     out_shape = ((2, out_h, out_w, filters) if data_format == CHANNELS_LAST
@@ -99,7 +99,7 @@ def test_conv2d_no_bias_has_no_bias_parameter(data_format):
 def test_conv2d_bias_gradient_is_dy_summed_over_n_h_w(data_format):
     geometry = GEOMETRIES["same-s1-3x3"]
     x, params, rng = make_case(geometry, data_format, True, seed=3)
-    op = Conv2D("conv", 4, (3, 3), padding="same")
+    op = Conv2DOp("conv", 4, (3, 3), padding="same")
     shape = (2, 7, 9, 4) if data_format == CHANNELS_LAST else (2, 4, 7, 9)
     dy = rng.normal(size=shape).astype(np.float32)
     result, _ = run_ops(op, x, params, dy, data_format)
@@ -128,7 +128,7 @@ def test_conv2d_channels_first_equals_channels_last():
         dy = rng.normal(size=(2, 4, 5, 5)).astype(np.float32)
         if data_format == CHANNELS_FIRST:
             x, dy = x.transpose(0, 3, 1, 2).copy(), dy.transpose(0, 3, 1, 2).copy()
-        results[data_format], _ = run_ops(Conv2D("conv", 5, (3, 3), (2, 2), "same", "sigmoid"),
+        results[data_format], _ = run_ops(Conv2DOp("conv", 5, (3, 3), (2, 2), "same", "sigmoid"),
                                           x, params, dy, data_format)
     last, first = results[CHANNELS_LAST], results[CHANNELS_FIRST]
     np.testing.assert_allclose(first.output.transpose(0, 2, 3, 1), last.output, rtol=1e-5,
@@ -145,7 +145,7 @@ def test_conv2d_repeated_runs_are_stable():
     geometry = GEOMETRIES["same-s1-3x3"]
     x, params, rng = make_case(geometry, CHANNELS_LAST, True, seed=7)
     dy = rng.normal(size=(2, 7, 9, 4)).astype(np.float32)
-    first, harness = run_ops(Conv2D("conv", 4, (3, 3), padding="same", activation="relu"), x,
+    first, harness = run_ops(Conv2DOp("conv", 4, (3, 3), padding="same", activation="relu"), x,
                              params, dy)
     second = harness.run(x, dy)
     np.testing.assert_array_equal(first.output, second.output)
@@ -163,7 +163,7 @@ def test_same_padding_matches_tensorflow(length, kernel, stride, expected):
 
 def test_output_dims_and_parameter_dims():
     from kiln.binding import constants as dnnl
-    op = Conv2D("conv", 6, (5, 3), (2, 1), "valid")
+    op = Conv2DOp("conv", 6, (5, 3), (2, 1), "valid")
     assert op.output_dims((4, 3, 11, 7)) == (4, 6, 4, 5)
     assert op.parameter_dims((4, 3, 11, 7)) == {"kernel": ((6, 3, 5, 3), dnnl.cdba),
                                                 "bias": ((6,), dnnl.a)}
@@ -178,7 +178,7 @@ def test_conv2d_inference_builder(activation, data_format):
     from op_checker import OpHarness
     geometry = GEOMETRIES["same-s1-3x3-16to32-blocked"]
     x, params, _ = make_case(geometry, data_format, True, seed=8)
-    harness = OpHarness(Conv2D("conv", 32, (3, 3), padding="same", activation=activation), x,
+    harness = OpHarness(Conv2DOp("conv", 32, (3, 3), padding="same", activation=activation), x,
                         params, data_format, training=False)
     expected = conv2d_reference(x.astype(np.float64), params["conv/kernel"].astype(np.float64),
                                 params["conv/bias"].astype(np.float64), (1, 1), "same",

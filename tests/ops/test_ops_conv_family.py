@@ -1,6 +1,6 @@
-"""The convolution family against float64 numpy and central differences: Conv2D with
+"""The convolution family against float64 numpy and central differences: Conv2DOp with
 dilation_rate and groups, depthwise (groups = channels, with a depth multiplier), and
-Conv2DTranspose (strides, same / valid, output_padding, dilation), in both data formats."""
+Conv2DTransposeOp (strides, same / valid, output_padding, dilation), in both data formats."""
 
 import numpy as np
 import pytest
@@ -13,8 +13,8 @@ from conv_family_reference import (
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op
 
 from kiln.binding import constants as dnnl
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.conv2d_transpose import Conv2DTranspose
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.conv2d_transpose import Conv2DTransposeOp
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -70,7 +70,7 @@ def test_dilated_and_grouped_conv2d(case, data_format):
     shape, filters, kernel, strides, padding, dilation, groups, activation = CONVS[case]
     x, params, rng = _case(shape, (*kernel, shape[2] // groups, filters), filters, data_format,
                            True, seed=len(case))
-    op = Conv2D("conv", filters, kernel, strides, padding, activation, True, dilation, groups)
+    op = Conv2DOp("conv", filters, kernel, strides, padding, activation, True, dilation, groups)
 
     def reference(x64, k, b, dy=None):
         return grouped_conv2d_reference(x64, k, b, strides, padding, dilation, groups,
@@ -97,8 +97,8 @@ def test_depthwise_conv2d(case, data_format):
     filters = channels * multiplier
     x, params, rng = _case(shape, (*kernel, channels, multiplier), filters, data_format,
                            use_bias, seed=len(case) + 1)
-    op = Conv2D("conv", filters, kernel, strides, padding, activation, use_bias, dilation,
-                groups=channels)
+    op = Conv2DOp("conv", filters, kernel, strides, padding, activation, use_bias, dilation,
+                  groups=channels)
     assert op.parameter_dims((2, channels, *shape[:2]))["kernel"] == (
         (channels, multiplier, 1, *kernel), dnnl.decab)
 
@@ -124,13 +124,13 @@ def test_depthwise_kernel_order_is_keras():
     assert depthwise_kernel_as_grouped(kernel).shape == (1, 1, 1, 6)
     np.testing.assert_array_equal(y[..., 3], x[..., 1])
     assert np.count_nonzero(y[..., [0, 1, 2, 4, 5]]) == 0
-    harness = OpHarness(Conv2D("conv", 6, (1, 1), groups=3, use_bias=False), x,
+    harness = OpHarness(Conv2DOp("conv", 6, (1, 1), groups=3, use_bias=False), x,
                         {"conv/kernel": kernel})
     np.testing.assert_array_equal(harness.forward(), y)
 
 
 def test_conv2d_rejects_groups_that_do_not_divide():
-    op = Conv2D("conv", 6, (3, 3), groups=4)
+    op = Conv2DOp("conv", 6, (3, 3), groups=4)
     with pytest.raises(ValueError, match="Conv2D 'conv': groups=4 must divide"):
         op.output_dims((1, 8, 5, 5))
 
@@ -163,8 +163,8 @@ def test_conv2d_transpose(case, data_format):
         TRANSPOSED[case]
     x, params, rng = _case(shape, (*kernel, filters, shape[2]), filters, data_format, True,
                            seed=len(case) + 2)
-    op = Conv2DTranspose("conv", filters, kernel, strides, padding, output_padding, activation,
-                         True, dilation)
+    op = Conv2DTransposeOp("conv", filters, kernel, strides, padding, output_padding, activation,
+                           True, dilation)
 
     def reference(x64, k, b, dy=None):
         return conv2d_transpose_reference(x64, k, b, strides, padding, output_padding,
@@ -182,7 +182,7 @@ def test_conv2d_transpose(case, data_format):
 def test_conv2d_transpose_output_dims_follow_keras(padding, output_padding, expected):
     """Keras's output length: valid (L-1)*s + max(k, s) [+ output_padding - default], same
     L*s, or (L-1)*s + k%2 + output_padding with an explicit output_padding."""
-    op = Conv2DTranspose("conv", 5, (3, 3), (2, 2), padding, output_padding)
+    op = Conv2DTransposeOp("conv", 5, (3, 3), (2, 2), padding, output_padding)
     assert op.output_dims((1, 2, 4, 5)) == (1, 5, *expected)
     assert op.parameter_dims((1, 2, 4, 5))["kernel"] == ((5, 2, 3, 3), dnnl.cdab)
 
@@ -223,7 +223,7 @@ def conv1d_reference(x, kernel, bias, strides, padding, dilation, groups, activa
 @pytest.mark.parametrize("data_format", FORMATS)
 @pytest.mark.parametrize("case", list(CONV1D))
 def test_conv1d(case, data_format):
-    from kiln.ops.conv1d import Conv1D
+    from kiln.ops.conv1d import Conv1DOp
     steps, channels, filters, kernel, strides, padding, dilation, groups, activation = \
         CONV1D[case]
     rng = np.random.default_rng(len(case))
@@ -231,8 +231,8 @@ def test_conv1d(case, data_format):
                    else (2, channels, steps)).astype(np.float32)
     params = {"conv/kernel": rng.normal(0, 0.4, size=(kernel, channels // groups, filters)),
               "conv/bias": rng.normal(0, 0.3, size=filters)}
-    op = Conv1D("conv", filters, kernel, strides, padding, activation, True, dilation, groups,
-                data_format)
+    op = Conv1DOp("conv", filters, kernel, strides, padding, activation, True, dilation, groups,
+                  data_format)
     dy = rng.normal(size=(2, *op.output_dims(x.shape)[1:])).astype(np.float32)
 
     def forward(x64, p64):
@@ -262,8 +262,8 @@ def test_conv2d_transpose_after_a_blocked_convolution(data_format):
               "pre/bias": rng.normal(0, 0.3, size=16),
               "conv/kernel": rng.normal(0, 0.3, size=(3, 3, 8, 16)),
               "conv/bias": rng.normal(0, 0.3, size=8)}
-    ops = [Conv2D("pre", 16, (1, 1), activation="relu"),
-           Conv2DTranspose("conv", 8, (3, 3), (2, 2), "same", activation="tanh")]
+    ops = [Conv2DOp("pre", 16, (1, 1), activation="relu"),
+           Conv2DTransposeOp("conv", 8, (3, 3), (2, 2), "same", activation="tanh")]
     dy = rng.normal(size=(2, 10, 12, 8) if data_format == CHANNELS_LAST else (2, 8, 10, 12))
 
     def reference(x64, p64):

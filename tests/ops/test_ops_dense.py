@@ -1,4 +1,4 @@
-"""kiln.ops.dense.Dense (2D and after Flatten of a 4D input) and kiln.ops.flatten.Flatten."""
+"""kiln.ops.dense.DenseOp (2D and after FlattenOp of a 4D input) and kiln.ops.flatten.FlattenOp."""
 
 import numpy as np
 import pytest
@@ -13,9 +13,9 @@ from op_checker import (
 )
 
 from kiln.binding import constants as dnnl
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.dense import Dense
-from kiln.ops.flatten import Flatten
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.dense import DenseOp
+from kiln.ops.flatten import FlattenOp
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -59,11 +59,11 @@ def reference_fns(activation, use_bias, data_format=CHANNELS_LAST):
 @pytest.mark.parametrize("activation,use_bias", [(None, True), ("tanh", True),
                                                  ("sigmoid", False)])
 def test_flatten_dense_4d_input(activation, use_bias, data_format):
-    """Dense(Flatten(x)) == x.reshape(N, -1) @ W (+ b) with x and W in Keras layout: the
+    """DenseOp(FlattenOp(x)) == x.reshape(N, -1) @ W (+ b) with x and W in Keras layout: the
     flattened feature order is (H, W, C) in both formats, as Keras flattens."""
     x, params, dy, units = dense_case(activation, use_bias, data_format)
     reference, reference_grads = reference_fns(activation, use_bias, data_format)
-    ops = [Flatten("flatten"), Dense("dense", units, activation, use_bias)]
+    ops = [FlattenOp("flatten"), DenseOp("dense", units, activation, use_bias)]
     result, harness = check_op(ops, x, params, dy, reference, data_format, reference_grads,
                                rtol=1e-5, atol=1e-5, grad_rtol=1e-5, grad_atol=1e-5,
                                eps=1e-2, entries=5)
@@ -77,7 +77,7 @@ def test_dense_after_flatten_kernel_round_trips_in_keras_layout(data_format):
     """The 4D weights are stored in a oneDNN layout; get_value gives back the Keras kernel
     and get_grad gives the gradient in Keras layout (== flat(x).T @ dy)."""
     x, params, dy, units = dense_case(None, True, data_format, seed=4)
-    result, harness = run_ops([Flatten("flatten"), Dense("dense", units)], x, params, dy,
+    result, harness = run_ops([FlattenOp("flatten"), DenseOp("dense", units)], x, params, dy,
                               data_format)
     np.testing.assert_array_equal(harness.get_param("dense/kernel"), params["dense/kernel"])
     flat = hwc(x, data_format).reshape(2, -1).astype(np.float64)
@@ -89,7 +89,7 @@ def test_dense_after_flatten_kernel_round_trips_in_keras_layout(data_format):
 
 @pytest.mark.parametrize("data_format", FORMATS)
 def test_conv_flatten_dense_blocked_input(data_format):
-    """Dense reads the conv's (blocked) output through Flatten with 4D weights."""
+    """DenseOp reads the conv's (blocked) output through FlattenOp with 4D weights."""
     rng = np.random.default_rng(9)
     shape = (3, 6, 5, 2) if data_format == CHANNELS_LAST else (3, 2, 6, 5)
     x = rng.normal(size=shape).astype(np.float32)
@@ -97,8 +97,8 @@ def test_conv_flatten_dense_blocked_input(data_format):
               "conv/bias": rng.normal(0, 0.1, size=16).astype(np.float32),
               "dense/kernel": rng.normal(0, 0.1, size=(4 * 3 * 16, 7)).astype(np.float32),
               "dense/bias": rng.normal(0, 0.1, size=7).astype(np.float32)}
-    ops = [Conv2D("conv", 16, (3, 3), activation="tanh"), Flatten("flatten"),
-           Dense("dense", 7, activation="sigmoid")]
+    ops = [Conv2DOp("conv", 16, (3, 3), activation="tanh"), FlattenOp("flatten"),
+           DenseOp("dense", 7, activation="sigmoid")]
 
     def reference(x64, p64):
         y = conv2d_reference(x64, p64["conv/kernel"], p64["conv/bias"], activation="tanh",
@@ -123,7 +123,7 @@ def test_dense_2d(activation, use_bias):
         params["dense/bias"] = rng.normal(0, 0.3, size=4).astype(np.float32)
     dy = rng.normal(size=(5, 4)).astype(np.float32)
     reference, reference_grads = reference_fns(activation, use_bias)
-    check_op(Dense("dense", 4, activation, use_bias), x, params, dy, reference,
+    check_op(DenseOp("dense", 4, activation, use_bias), x, params, dy, reference,
              reference_grads=reference_grads, rtol=1e-5, atol=1e-5, grad_rtol=1e-5,
              grad_atol=1e-5, eps=1e-2, entries=5)
 
@@ -134,7 +134,7 @@ def test_dense_bias_gradient_is_dy_summed_over_batch():
     params = {"dense/kernel": rng.normal(size=(3, 2)).astype(np.float32),
               "dense/bias": np.zeros(2, np.float32)}
     dy = rng.normal(size=(6, 2)).astype(np.float32)
-    result, _ = run_ops(Dense("dense", 2), x, params, dy)
+    result, _ = run_ops(DenseOp("dense", 2), x, params, dy)
     np.testing.assert_allclose(result.param_grads["dense/bias"], dy.sum(axis=0), rtol=1e-5)
 
 
@@ -144,7 +144,7 @@ def test_dense_first_layer_has_no_input_gradient():
     params = {"dense/kernel": rng.normal(size=(3, 2)).astype(np.float32),
               "dense/bias": np.zeros(2, np.float32)}
     dy = rng.normal(size=(4, 2)).astype(np.float32)
-    result, harness = run_ops(Dense("dense", 2), x, params, dy, need_input_grad=False)
+    result, harness = run_ops(DenseOp("dense", 2), x, params, dy, need_input_grad=False)
     assert result.input_grad is None
     np.testing.assert_allclose(result.param_grads["dense/kernel"],
                                x.T.astype(np.float64) @ dy, rtol=1e-5, atol=1e-6)
@@ -153,7 +153,7 @@ def test_dense_first_layer_has_no_input_gradient():
 def test_dense_on_unflattened_4d_input_is_rejected():
     x = np.zeros((2, 3, 4, 5), np.float32)
     with pytest.raises(ValueError, match="add a Flatten layer"):
-        OpHarness(Dense("dense", 3), x, {"dense/kernel": np.zeros((60, 3)),
+        OpHarness(DenseOp("dense", 3), x, {"dense/kernel": np.zeros((60, 3)),
                                         "dense/bias": np.zeros(3)})
 
 
@@ -161,7 +161,7 @@ def test_flatten_shapes():
     from kiln.binding.memory import Memory
     from kiln.ops.tensor import Tensor
     from kiln.plan.step_plan import plain_desc
-    flatten = Flatten("f")
+    flatten = FlattenOp("f")
     assert flatten.output_dims((2, 3, 4, 5)) == (2, 3, 4, 5)
     assert flatten.parameter_dims((2, 3, 4, 5)) == {}
     for data_format in (CHANNELS_LAST, CHANNELS_FIRST):
@@ -173,7 +173,7 @@ def test_flatten_shapes():
 
 
 def test_dense_parameter_dims_tags():
-    dense = Dense("d", 7)
+    dense = DenseOp("d", 7)
     assert dense.parameter_dims((2, 10)) == {"kernel": ((7, 10), dnnl.ba), "bias": ((7,), dnnl.a)}
     assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_LAST)["kernel"] == ((7, 3, 4, 5),
                                                                           dnnl.cdba)

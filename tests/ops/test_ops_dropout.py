@@ -1,13 +1,13 @@
-"""kiln.ops.dropout.Dropout: mask statistics, scaling, backward mask reuse, seeding."""
+"""kiln.ops.dropout.DropoutOp: mask statistics, scaling, backward mask reuse, seeding."""
 
 import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness
 
-from kiln.ops.conv2d import Conv2D
+from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.dropout import (
     CHUNK,
-    Dropout,
+    DropoutOp,
     dropout_forward_kernel,
     dropout_mask_bf16_kernel,
     keep_scratch,
@@ -21,7 +21,7 @@ def harness_for(rate, seed, shape=(128, 1024), data_format=CHANNELS_LAST, traini
                 x=None):
     if x is None:
         x = np.random.default_rng(0).uniform(0.5, 1.5, size=shape).astype(np.float32)
-    return OpHarness(Dropout("drop", rate, seed=seed), x, data_format=data_format,
+    return OpHarness(DropoutOp("drop", rate, seed=seed), x, data_format=data_format,
                      training=training), x
 
 
@@ -109,18 +109,18 @@ def test_dropout_rate_zero_training_is_identity():
 
 @pytest.mark.parametrize("data_format", [CHANNELS_LAST, CHANNELS_FIRST])
 def test_dropout_on_blocked_conv_output(data_format):
-    """Dropout runs on the conv's own (possibly blocked, padded) layout; the Keras view of
+    """DropoutOp runs on the conv's own (possibly blocked, padded) layout; the Keras view of
     the result is still conv output * mask * scale, and backward masks the same positions."""
     rng = np.random.default_rng(3)
     shape = (4, 12, 12, 3) if data_format == CHANNELS_LAST else (4, 3, 12, 12)
     x = rng.normal(size=shape).astype(np.float32)
     params = {"conv/kernel": rng.normal(0, 0.3, size=(3, 3, 3, 20)).astype(np.float32),
               "conv/bias": np.full(20, 0.5, np.float32)}
-    conv = Conv2D("conv", 20, (3, 3), padding="same", activation="sigmoid")
+    conv = Conv2DOp("conv", 20, (3, 3), padding="same", activation="sigmoid")
     plain = OpHarness(conv, x, params, data_format)
     reference = plain.forward()
-    harness = OpHarness([Conv2D("conv", 20, (3, 3), padding="same", activation="sigmoid"),
-                         Dropout("drop", 0.4, seed=3)], x, params, data_format)
+    harness = OpHarness([Conv2DOp("conv", 20, (3, 3), padding="same", activation="sigmoid"),
+                         DropoutOp("drop", 0.4, seed=3)], x, params, data_format)
     dy = np.ones_like(reference)
     result = harness.run(x, dy)
     kept = result.output != 0
@@ -135,9 +135,9 @@ def test_dropout_on_blocked_conv_output(data_format):
 
 def test_dropout_rejects_bad_rate():
     with pytest.raises(ValueError, match="rate must be in"):
-        Dropout("d", 1.0)
+        DropoutOp("d", 1.0)
     with pytest.raises(ValueError, match="rate must be in"):
-        Dropout("d", -0.1)
+        DropoutOp("d", -0.1)
 
 
 def test_dropout_neighbouring_seeds_draw_unrelated_masks():

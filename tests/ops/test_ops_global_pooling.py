@@ -1,4 +1,4 @@
-"""kiln.ops.global_pooling.GlobalPooling2D (oneDNN pooling over the whole image) against numpy
+"""kiln.ops.global_pooling.GlobalPooling2DOp (oneDNN pooling over the whole image) against numpy
 and central differences, in both data formats, with and without keepdims."""
 
 import numpy as np
@@ -6,9 +6,9 @@ import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
 from test_ops_pooling import distinct_input
 
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.dense import Dense
-from kiln.ops.global_pooling import GlobalPooling2D
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.dense import DenseOp
+from kiln.ops.global_pooling import GlobalPooling2DOp
 
 
 def global_reference(x, mode, data_format, keepdims):
@@ -36,7 +36,7 @@ def test_global_pooling(mode, data_format, keepdims):
                                    x64.shape), {}
         return np.where(x64 == x64.max(axis=axes, keepdims=True), dyk, 0.0), {}
 
-    check_op(GlobalPooling2D("gp", mode, keepdims), x, {}, dy, reference, data_format,
+    check_op(GlobalPooling2DOp("gp", mode, keepdims), x, {}, dy, reference, data_format,
              reference_grads, rtol=1e-5, atol=1e-6, grad_rtol=1e-5, grad_atol=1e-6, eps=1e-3,
              entries=6)
 
@@ -61,6 +61,6 @@ def test_conv_global_pooling_dense_in_blocked_layout(mode, data_format):
         return pooled @ p64["dense/kernel"] + p64["dense/bias"]
 
     dy = rng.normal(size=(2, 4)).astype(np.float32)
-    check_op([Conv2D("conv", 20, (3, 3), padding="same", activation="relu"),
-              GlobalPooling2D("gp", mode), Dense("dense", 4)], x, params, dy, reference,
+    check_op([Conv2DOp("conv", 20, (3, 3), padding="same", activation="relu"),
+              GlobalPooling2DOp("gp", mode), DenseOp("dense", 4)], x, params, dy, reference,
              data_format, rtol=1e-4, atol=1e-5, eps=1e-2, entries=6)

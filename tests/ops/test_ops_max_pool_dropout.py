@@ -9,7 +9,7 @@ from kiln.graph import rules
 from kiln.keras.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
 from kiln.ops.dropout import CHUNK, dropout_forward_kernel, keep_scratch, keep_threshold
 from kiln.ops.max_pool_dropout import (
-    MaxPoolDropout,
+    MaxPoolDropoutOp,
     max_pool_dropout_backward_kernel,
     max_pool_dropout_forward_kernel,
 )
@@ -118,8 +118,8 @@ def test_fused_op_trains_exactly_like_pool_then_dropout(data_format, filters, si
     y = np.eye(5, dtype=np.float32)[rng.integers(0, 5, 24)]
     fused, separate = model(data_format, filters, size, True), model(data_format, filters,
                                                                      size, False)
-    assert any(isinstance(op, MaxPoolDropout) for op in fused.ops)
-    assert not any(isinstance(op, MaxPoolDropout) for op in separate.ops)
+    assert any(isinstance(op, MaxPoolDropoutOp) for op in fused.ops)
+    assert not any(isinstance(op, MaxPoolDropoutOp) for op in separate.ops)
     separate.set_weights(fused.get_weights())
     start = [w.copy() for w in fused.get_weights()]
     history = []

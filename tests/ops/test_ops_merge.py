@@ -1,5 +1,5 @@
-"""kiln.ops.merge (Add, Subtract, Multiply, Average, Maximum, Minimum) and
-kiln.ops.concatenate.Concatenate: forward and every input gradient against float64 numpy
+"""kiln.ops.merge (AddOp, SubtractOp, MultiplyOp, AverageOp, MaximumOp, MinimumOp) and
+kiln.ops.concatenate.ConcatenateOp: forward and every input gradient against float64 numpy
 references and central differences, inputs in mixed layouts, bf16, shape errors, and the
 outputs and gradients of real Keras 3 (JAX backend) merge layers."""
 
@@ -19,9 +19,9 @@ from kiln.binding.errors import DnnlError
 from kiln.binding.memory import Memory, MemoryDesc
 from kiln.binding.primitive import reorder_now
 from kiln.keras import mixed_precision
-from kiln.ops.concatenate import Concatenate
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.merge import Add, Average, Maximum, Minimum, Multiply, Subtract
+from kiln.ops.concatenate import ConcatenateOp
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.merge import AddOp, AverageOp, MaximumOp, MinimumOp, MultiplyOp, SubtractOp
 from kiln.ops.tensor import Tensor
 from kiln.plan.builder import PlanBuilder
 from kiln.plan.parameters import ParameterStore
@@ -89,8 +89,8 @@ def merge_reference(kind, xs, dy=None, activation=None):
     return y if dy is None else (y, grads)
 
 
-OPS = {"add": Add, "subtract": Subtract, "multiply": Multiply, "average": Average,
-       "max": Maximum, "min": Minimum}
+OPS = {"add": AddOp, "subtract": SubtractOp, "multiply": MultiplyOp, "average": AverageOp,
+       "max": MaximumOp, "min": MinimumOp}
 
 
 def make_op(kind, name="merge", **kw):
@@ -138,7 +138,7 @@ def test_add_relu_fused(count, data_format):
 
 def test_add_backward_hands_one_shared_buffer_to_every_input():
     xs, _ = distinct_inputs(3, (4, 6), seed=2)
-    harness = MultiInputHarness(Add("add"), xs)
+    harness = MultiInputHarness(AddOp("add"), xs)
     grads = harness.input_grad_memories
     assert grads[0] is grads[1] is grads[2] is harness.dy_memory
     assert not harness.builder.writable(grads[0])
@@ -151,7 +151,7 @@ def test_add_relu_backward_never_overwrites_a_shared_gradient():
     builder = PlanBuilder(ParameterStore())
     memories = [Memory(MemoryDesc.with_tag((2, 5), dnnl.f32)) for _ in range(2)]
     memories[0].as_array()[:] = [-1, 2, -3, 4, -5, 6, -7, 8, -9, 10]
-    output, backward = Add("add", activation="relu").forward(
+    output, backward = AddOp("add", activation="relu").forward(
         builder, [Tensor(m) for m in memories], [True, True])
     dy = Memory(MemoryDesc.with_tag((2, 5), dnnl.f32))
     dy.as_array()[:] = 1.0
@@ -180,7 +180,7 @@ def conv_branch(data_format, channels=16):
     rng = np.random.default_rng(7)
     kernel = rng.normal(0, 0.3, size=(3, 3, 3, channels)).astype(np.float32)
     bias = rng.normal(0, 0.1, size=channels).astype(np.float32)
-    op = Conv2D("conv", channels, (3, 3), padding="same")
+    op = Conv2DOp("conv", channels, (3, 3), padding="same")
     return op, {"conv/kernel": kernel, "conv/bias": bias}
 
 
@@ -251,7 +251,7 @@ def test_extreme_ties_split_like_jax(kind, count):
 
 def test_extreme_shares_of_a_triple_tie():
     xs = [np.ones((1, 1), np.float32)] * 3
-    result = MultiInputHarness(Maximum("max"), xs).run(xs, np.ones((1, 1), np.float32))
+    result = MultiInputHarness(MaximumOp("max"), xs).run(xs, np.ones((1, 1), np.float32))
     assert [float(g[0, 0]) for g in result.input_grads] == [0.25, 0.25, 0.5]
 
 
@@ -284,7 +284,7 @@ def test_bf16(kind, count):
     shape = (2, 3, 4, 16)
     xs = [bf16_exact(shape, seed) for seed in range(count)]
     dy = bf16_exact(shape if kind != "concat" else (2, 3, 4, 16 * count), 9)
-    op = Concatenate("merge", axis=1) if kind == "concat" else make_op(kind)
+    op = ConcatenateOp("merge", axis=1) if kind == "concat" else make_op(kind)
     try:
         harness = MultiInputHarness(op, xs, data_type=dnnl.bf16, layouts={0: dnnl.aBcd16b})
     except DnnlError as error:
@@ -308,7 +308,7 @@ def test_bf16(kind, count):
         np.testing.assert_allclose(got, expected, **tolerance)
 
 
-@pytest.mark.parametrize("op", [Add("merge"), Maximum("merge"), Concatenate("merge", 1)])
+@pytest.mark.parametrize("op", [AddOp("merge"), MaximumOp("merge"), ConcatenateOp("merge", 1)])
 def test_f32_input_beside_a_bf16_input(op):
     """A plain f32 tensor (a model input) beside a bf16 one: computed in the first input's
     data type (f32 here), the bf16 input converted by a reorder. Concatenate hands each
@@ -346,7 +346,7 @@ def test_f32_input_beside_a_bf16_input(op):
 @pytest.mark.parametrize("count", [2, 3])
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_extreme_bf16_kernel_matches_f32_kernel(sign, count):
-    """The bf16 Maximum / Minimum gradient kernel (uint16 bits widened through scratch rows,
+    """The bf16 MaximumOp / MinimumOp gradient kernel (uint16 bits widened through scratch rows,
     rounded back to nearest even) gives the f32 kernel's gradients, ties included."""
     from kiln.ops.merge import CHUNK, THREADS, extreme_backward_kernel
     size = 3 * CHUNK + 77  # several chunks and a partial one
@@ -391,7 +391,7 @@ def check_concat(xs, axis, data_format, **kw):
     rng = np.random.default_rng(2)
     dy = rng.normal(size=concat_reference(xs, keras_axis).shape).astype(np.float32)
     return check_multi_input_op(
-        Concatenate("concat", axis), xs, dy, lambda x64, p64: concat_reference(x64, keras_axis),
+        ConcatenateOp("concat", axis), xs, dy, lambda x64, p64: concat_reference(x64, keras_axis),
         data_format,
         reference_grads=lambda x64, p64, dy64: concat_reference(x64, keras_axis, dy64)[1],
         **kw)
@@ -444,7 +444,7 @@ def test_concatenate_conv_output_and_plain_input(data_format):
         return np.concatenate([x64[0], conv_out], axis=axis)
 
     dy = rng.normal(size=reference([plain, image], params).shape).astype(np.float32)
-    result, _ = check_multi_input_op(Concatenate("concat", 1), [plain, image], dy, reference,
+    result, _ = check_multi_input_op(ConcatenateOp("concat", 1), [plain, image], dy, reference,
                                      data_format, params, branches={1: [conv]}, rtol=1e-4,
                                      atol=1e-4, eps=1e-2, entries=4)
     assert result.param_grads["conv/kernel"].any()
@@ -460,7 +460,7 @@ def test_concatenate_gradient_cut_inside_a_block():
         memory = Memory(MemoryDesc.with_tag(x.shape, dnnl.f32, dnnl.abcd))
         memory.as_array()[:] = x.ravel()
         memories.append(memory)
-    output, backward = Concatenate("concat", 1).forward(
+    output, backward = ConcatenateOp("concat", 1).forward(
         builder, [Tensor(m, CHANNELS_FIRST) for m in memories], [True, True])
     dy = np.random.default_rng(0).normal(size=(2, 16, 3, 3)).astype(np.float32)
     plain_dy = Memory(MemoryDesc.with_tag(dy.shape, dnnl.f32, dnnl.abcd))
@@ -484,33 +484,33 @@ def test_concatenate_gradient_cut_inside_a_block():
 def test_shape_mismatch_names_the_op_inputs_and_shapes():
     with pytest.raises(ValueError, match=r"Add 'add_3'.*input 0 \(1, 16, 8, 8\).*"
                                          r"input 1 \(1, 32, 8, 8\)"):
-        Add("add_3").output_dims([(1, 16, 8, 8), (1, 32, 8, 8)])
+        AddOp("add_3").output_dims([(1, 16, 8, 8), (1, 32, 8, 8)])
     builder = PlanBuilder(ParameterStore())
     tensors = [Tensor(Memory(MemoryDesc.with_tag(d, dnnl.f32, dnnl.acdb)))
                for d in [(2, 16, 8, 8), (2, 16, 8, 4)]]
     # forward shows the Keras shapes
     with pytest.raises(ValueError, match=r"Maximum 'max'.*input 0 \(2, 8, 8, 16\), "
                                          r"input 1 \(2, 8, 4, 16\)"):
-        Maximum("max").forward(builder, tensors, [True, True])
+        MaximumOp("max").forward(builder, tensors, [True, True])
     with pytest.raises(ValueError, match="Subtract 's': takes exactly 2 inputs, got 3"):
-        Subtract("s").output_dims([(1, 4)] * 3)
+        SubtractOp("s").output_dims([(1, 4)] * 3)
     with pytest.raises(ValueError, match="Multiply 'm': takes at least 2 inputs, got 1"):
-        Multiply("m").output_dims([(1, 4)])
+        MultiplyOp("m").output_dims([(1, 4)])
     with pytest.raises(ValueError, match="Average 'a'.*input 0 \\(1, 4\\), input 1 "
                                          "\\(1, 4, 1, 1\\)"):
-        Average("a").output_dims([(1, 4), (1, 4, 1, 1)])
+        AverageOp("a").output_dims([(1, 4), (1, 4, 1, 1)])
 
 
 def test_concatenate_shapes():
-    op = Concatenate("cat", axis=1)
+    op = ConcatenateOp("cat", axis=1)
     assert op.output_dims([(1, 16, 8, 8), (1, 8, 8, 8), (1, 3, 8, 8)]) == (1, 27, 8, 8)
-    assert Concatenate("cat", axis=-1).output_dims([(2, 3), (2, 5)]) == (2, 8)
+    assert ConcatenateOp("cat", axis=-1).output_dims([(2, 3), (2, 5)]) == (2, 8)
     with pytest.raises(ValueError, match=r"Concatenate 'cat'.*except on the concatenation "
                                          r"axis.*input 0 \(1, 16, 8, 8\), input 1 "
                                          r"\(1, 8, 4, 8\)"):
         op.output_dims([(1, 16, 8, 8), (1, 8, 4, 8)])
     with pytest.raises(ValueError, match="axis 0 is not a non-batch axis"):
-        Concatenate("cat", axis=0).output_dims([(1, 2), (1, 2)])
+        ConcatenateOp("cat", axis=0).output_dims([(1, 2), (1, 2)])
 
 
 def test_data_formats_and_flattening_must_agree():
@@ -518,22 +518,22 @@ def test_data_formats_and_flattening_must_agree():
     memory = Memory(MemoryDesc.with_tag((2, 4, 3, 3), dnnl.f32, dnnl.acdb))
     with pytest.raises(ValueError, match="Add 'add'.*same data format.*input 0 channels_last"
                                          ", input 1 channels_first"):
-        Add("add").forward(builder, [Tensor(memory, CHANNELS_LAST),
-                                     Tensor(memory, CHANNELS_FIRST)], None)
+        AddOp("add").forward(builder, [Tensor(memory, CHANNELS_LAST),
+                                       Tensor(memory, CHANNELS_FIRST)], None)
     flat = Tensor(memory, flattened=True)
     dense = Tensor(Memory(MemoryDesc.with_tag((2, 36), dnnl.f32)))
     with pytest.raises(ValueError, match=r"Add 'add': cannot merge flattened 4D tensors "
                                          r"\(inputs \[0\]\) with 2D tensors"):
-        Add("add").forward(builder, [flat, dense], None)
+        AddOp("add").forward(builder, [flat, dense], None)
     with pytest.raises(ValueError, match="flattened 4D tensors"):
-        Concatenate("cat", 1).forward(builder, [flat, flat], None)
+        ConcatenateOp("cat", 1).forward(builder, [flat, flat], None)
     with pytest.raises(ValueError, match="activation must be"):
-        Add("add", activation="softmax")
+        AddOp("add", activation="softmax")
 
 
 def test_inference_plan_has_no_backward():
     xs, _ = distinct_inputs(2, (2, 3, 3, 4), seed=0)
-    for op in (Add("a", "relu"), Maximum("m"), Concatenate("c", 1)):
+    for op in (AddOp("a", "relu"), MaximumOp("m"), ConcatenateOp("c", 1)):
         harness = MultiInputHarness(op, xs, training=False)
         assert harness.backward_calls == [] and harness.forward(xs).shape[0] == 2
 
@@ -552,14 +552,14 @@ def test_outputs_and_gradients_match_keras(monkeypatch):
     shape = (2, 4, 5, 6)  # channels_last
     # small integers: many ties for Maximum / Minimum
     xs = [rng.integers(-2, 3, size=shape).astype(np.float32) for _ in range(3)]
-    cases = [(keras.layers.Add(), lambda: Add("add"), 3),
-             (keras.layers.Subtract(), lambda: Subtract("sub"), 2),
-             (keras.layers.Multiply(), lambda: Multiply("mul"), 3),
-             (keras.layers.Average(), lambda: Average("avg"), 3),
-             (keras.layers.Maximum(), lambda: Maximum("max"), 3),
-             (keras.layers.Minimum(), lambda: Minimum("min"), 3),
-             (keras.layers.Concatenate(), lambda: Concatenate("cat", 1), 3),
-             (keras.layers.Concatenate(axis=2), lambda: Concatenate("cat", 3), 2)]
+    cases = [(keras.layers.Add(), lambda: AddOp("add"), 3),
+             (keras.layers.Subtract(), lambda: SubtractOp("sub"), 2),
+             (keras.layers.Multiply(), lambda: MultiplyOp("mul"), 3),
+             (keras.layers.Average(), lambda: AverageOp("avg"), 3),
+             (keras.layers.Maximum(), lambda: MaximumOp("max"), 3),
+             (keras.layers.Minimum(), lambda: MinimumOp("min"), 3),
+             (keras.layers.Concatenate(), lambda: ConcatenateOp("cat", 1), 3),
+             (keras.layers.Concatenate(axis=2), lambda: ConcatenateOp("cat", 3), 2)]
     for layer, make, count in cases:
         inputs = xs[:count]
         expected = np.asarray(layer(inputs))

@@ -1,4 +1,4 @@
-"""ZeroPadding2D, Cropping2D (oneDNN reorders through sub-memories) and UpSampling2D (oneDNN
+"""ZeroPadding2DOp, Cropping2DOp (oneDNN reorders through sub-memories) and UpSampling2DOp (oneDNN
 resampling) against numpy and central differences, in both formats and after a conv's blocked
 layout."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op, conv2d_reference
 
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.pad_crop import Cropping2D, ZeroPadding2D
-from kiln.ops.resize import UpSampling2D
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.pad_crop import Cropping2DOp, ZeroPadding2DOp
+from kiln.ops.resize import UpSampling2DOp
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -64,15 +64,15 @@ def upsample_reference(x, size, interpolation, data_format):
 
 
 CASES = {
-    "pad-1": (lambda: ZeroPadding2D("p", ((1, 1), (1, 1))), pad_reference, ((1, 1), (1, 1))),
-    "pad-asym": (lambda: ZeroPadding2D("p", ((0, 2), (3, 1))), pad_reference, ((0, 2), (3, 1))),
-    "crop-1": (lambda: Cropping2D("c", ((1, 1), (1, 1))), crop_reference, ((1, 1), (1, 1))),
-    "crop-asym": (lambda: Cropping2D("c", ((2, 0), (1, 2))), crop_reference, ((2, 0), (1, 2))),
-    "up-nearest": (lambda: UpSampling2D("u", (2, 3), "nearest"),
+    "pad-1": (lambda: ZeroPadding2DOp("p", ((1, 1), (1, 1))), pad_reference, ((1, 1), (1, 1))),
+    "pad-asym": (lambda: ZeroPadding2DOp("p", ((0, 2), (3, 1))), pad_reference, ((0, 2), (3, 1))),
+    "crop-1": (lambda: Cropping2DOp("c", ((1, 1), (1, 1))), crop_reference, ((1, 1), (1, 1))),
+    "crop-asym": (lambda: Cropping2DOp("c", ((2, 0), (1, 2))), crop_reference, ((2, 0), (1, 2))),
+    "up-nearest": (lambda: UpSampling2DOp("u", (2, 3), "nearest"),
                    lambda x, a, f: upsample_reference(x, (2, 3), "nearest", f), None),
-    "up-bilinear": (lambda: UpSampling2D("u", (2, 2), "bilinear"),
+    "up-bilinear": (lambda: UpSampling2DOp("u", (2, 2), "bilinear"),
                     lambda x, a, f: upsample_reference(x, (2, 2), "bilinear", f), None),
-    "up-bilinear-3x1": (lambda: UpSampling2D("u", (3, 1), "bilinear"),
+    "up-bilinear-3x1": (lambda: UpSampling2DOp("u", (3, 1), "bilinear"),
                         lambda x, a, f: upsample_reference(x, (3, 1), "bilinear", f), None),
 }
 
@@ -116,7 +116,7 @@ def test_after_conv_in_blocked_layout_and_repeated_steps(case, data_format):
 
     p64 = {k: v.astype(np.float64) for k, v in params.items()}
     dy = rng.normal(size=reference(x.astype(np.float64), p64).shape).astype(np.float32)
-    ops = [Conv2D("conv", 17, (3, 3), padding="same", activation="tanh"), make()]
+    ops = [Conv2DOp("conv", 17, (3, 3), padding="same", activation="tanh"), make()]
     result, harness = check_op(ops, x, params, dy, reference, data_format, rtol=1e-4,
                                atol=1e-5, eps=1e-2, entries=6)
     again = harness.run(x * 0.5, dy)
@@ -126,12 +126,12 @@ def test_after_conv_in_blocked_layout_and_repeated_steps(case, data_format):
 
 def test_crop_too_much_is_rejected():
     with pytest.raises(ValueError, match="argument cropping"):
-        Cropping2D("c", ((3, 3), (0, 0))).output_dims((1, 2, 6, 6))
+        Cropping2DOp("c", ((3, 3), (0, 0))).output_dims((1, 2, 6, 6))
 
 
 def test_inference_has_no_backward():
     x = np.ones((1, 3, 3, 2), np.float32)
-    harness = OpHarness(ZeroPadding2D("p", ((1, 1), (1, 1))), x, training=False)
+    harness = OpHarness(ZeroPadding2DOp("p", ((1, 1), (1, 1))), x, training=False)
     out = harness.forward()
     assert out.shape == (1, 5, 5, 2) and out.sum() == 18 and harness.builder.backward_calls == []
 
@@ -140,7 +140,7 @@ def test_windows_of_equal_size_at_other_offsets_are_two_primitives():
     """A reorder primitive is made for one window offset: a crop (or padding) of the same
     size placed elsewhere must not reuse the first one's from the process cache."""
     x = np.random.default_rng(3).normal(size=(2, 5, 5, 3)).astype(np.float32)
-    for kind, reference in ((Cropping2D, crop_reference), (ZeroPadding2D, pad_reference)):
+    for kind, reference in ((Cropping2DOp, crop_reference), (ZeroPadding2DOp, pad_reference)):
         for amounts in (((1, 0), (0, 0)), ((0, 1), (0, 0))):
             harness = OpHarness(kind("w", amounts), x, {}, CHANNELS_LAST)
             np.testing.assert_array_equal(harness.forward(x),

@@ -1,11 +1,11 @@
-"""kiln.ops.pooling.Pooling2D (max with workspace argmax, average excluding padding)."""
+"""kiln.ops.pooling.Pooling2DOp (max with workspace argmax, average excluding padding)."""
 
 import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op, pool2d_reference, run_ops
 
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.pooling import Pooling2D
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.pooling import Pooling2DOp
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -33,7 +33,7 @@ def distinct_input(shape, data_format, seed):
 def run_pool(mode, case, data_format, channels=3, seed=0, **kw):
     (h, w), pool_size, strides, padding = CASES[case]
     x, rng = distinct_input((2, h, w, channels), data_format, seed)
-    op = Pooling2D("pool", mode, pool_size, strides, padding)
+    op = Pooling2DOp("pool", mode, pool_size, strides, padding)
     y = pool2d_reference(x.astype(np.float64), mode, pool_size, strides, padding, data_format)
     dy = rng.normal(size=y.shape).astype(np.float32)
 
@@ -67,7 +67,7 @@ def test_max_pool_gradient_routes_to_argmax_with_overlapping_windows(data_format
     """3x3 stride 2 'same': windows overlap, so an input that is the max of several windows
     receives the sum of their gradients; every other input receives exactly zero."""
     x, _ = distinct_input((1, 5, 5, 2), data_format, seed=1)
-    op = Pooling2D("pool", "max", (3, 3), (2, 2), "same")
+    op = Pooling2DOp("pool", "max", (3, 3), (2, 2), "same")
     y = pool2d_reference(x.astype(np.float64), "max", (3, 3), (2, 2), "same", data_format)
     dy = np.ones_like(y, dtype=np.float32)
     result, _ = run_ops(op, x, {}, dy, data_format)
@@ -94,7 +94,7 @@ def test_max_pool_gradient_routes_to_argmax_with_overlapping_windows(data_format
 def test_max_pool_backward_uses_this_steps_workspace():
     """The workspace is refreshed by every forward: a second step with another input routes
     the gradient to the new argmax positions."""
-    op = Pooling2D("pool", "max", (2, 2), (2, 2))
+    op = Pooling2DOp("pool", "max", (2, 2), (2, 2))
     x1 = np.array([[[[1.0], [0.0]], [[0.0], [0.0]]]], np.float32)  # max at (0, 0)
     x2 = np.array([[[[0.0], [0.0]], [[0.0], [1.0]]]], np.float32)  # max at (1, 1)
     harness = OpHarness(op, x1)
@@ -108,7 +108,7 @@ def test_max_pool_backward_uses_this_steps_workspace():
 def test_avg_pool_same_excludes_padding():
     """Keras/TensorFlow 'same' average pooling divides by the number of real inputs."""
     x = np.ones((1, 3, 3, 1), np.float32)
-    result, _ = run_ops(Pooling2D("pool", "avg", (2, 2), (2, 2), "same"), x, {},
+    result, _ = run_ops(Pooling2DOp("pool", "avg", (2, 2), (2, 2), "same"), x, {},
                         np.ones((1, 2, 2, 1), np.float32))
     np.testing.assert_allclose(result.output, 1.0)
     # corner input (2, 2) alone in its window: it gets the whole gradient
@@ -126,8 +126,8 @@ def test_pooling_after_conv_in_blocked_layout(data_format, activation):
     x = rng.normal(size=shape).astype(np.float32)
     kernel = rng.normal(0, 0.2, size=(3, 3, 16, 16)).astype(np.float32)
     bias = rng.normal(0, 0.1, size=16).astype(np.float32)
-    ops = [Conv2D("conv", 16, (3, 3), padding="same", activation=activation),
-           Pooling2D("pool", "max", (2, 2), (2, 2))]
+    ops = [Conv2DOp("conv", 16, (3, 3), padding="same", activation=activation),
+           Pooling2DOp("pool", "max", (2, 2), (2, 2))]
     from op_checker import conv2d_reference
 
     def reference(x64, p64):
@@ -146,7 +146,7 @@ def test_pooling_after_conv_in_blocked_layout(data_format, activation):
 
 def test_first_layer_pooling_has_no_input_gradient():
     x, _ = distinct_input((1, 4, 4, 1), CHANNELS_LAST, seed=4)
-    result, harness = run_ops(Pooling2D("pool", "max", (2, 2), (2, 2)), x, {},
+    result, harness = run_ops(Pooling2DOp("pool", "max", (2, 2), (2, 2)), x, {},
                               np.ones((1, 2, 2, 1), np.float32), need_input_grad=False)
     assert result.input_grad is None
     assert harness.builder.backward_calls == []
@@ -154,14 +154,14 @@ def test_first_layer_pooling_has_no_input_gradient():
 
 def test_pool_larger_than_input_is_rejected():
     with pytest.raises(ValueError, match="smaller than pool_size"):
-        Pooling2D("pool", "max", (3, 3), (1, 1)).output_dims((1, 1, 2, 5))
+        Pooling2DOp("pool", "max", (3, 3), (1, 1)).output_dims((1, 1, 2, 5))
 
 
 @pytest.mark.parametrize("mode", ["max", "avg"])
 def test_pooling_inference_builder_has_no_workspace(mode):
     from kiln.binding import constants as dnnl
     x, _ = distinct_input((2, 7, 8, 3), CHANNELS_LAST, seed=5)
-    harness = OpHarness(Pooling2D("pool", mode, (3, 3), (2, 2), "same"), x, training=False)
+    harness = OpHarness(Pooling2DOp("pool", mode, (3, 3), (2, 2), "same"), x, training=False)
     expected = pool2d_reference(x.astype(np.float64), mode, (3, 3), (2, 2), "same")
     np.testing.assert_allclose(harness.forward(), expected, rtol=1e-6, atol=1e-6)
     (call,) = harness.builder.forward_calls

@@ -1,11 +1,11 @@
-"""kiln.ops.prelu.PReLU (oneDNN prelu, alpha broadcast over the batch and shared axes) against
+"""kiln.ops.prelu.PReLUOp (oneDNN prelu, alpha broadcast over the batch and shared axes) against
 numpy and central differences, in both data formats."""
 
 import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
 
-from kiln.ops.prelu import PReLU
+from kiln.ops.prelu import PReLUOp
 
 
 def prelu_reference(x, alpha, dy=None):
@@ -35,7 +35,7 @@ def test_prelu(case):
     rng = np.random.default_rng(1)
     x = rng.normal(size=shape).astype(np.float32)
     x = np.where(np.abs(x) < 0.05, 0.1, x).astype(np.float32)
-    op = PReLU("p", shared)
+    op = PReLUOp("p", shared)
     alpha_shape = tuple(1 if i + 1 in shared else d for i, d in enumerate(shape[1:]))
     alpha = rng.uniform(0.05, 0.5, size=alpha_shape).astype(np.float32)
     dy = rng.normal(size=shape).astype(np.float32)

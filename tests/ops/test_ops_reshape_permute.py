@@ -1,4 +1,4 @@
-"""kiln.ops.reshape.Reshape and kiln.ops.permute.Permute (oneDNN reorders) against numpy on
+"""kiln.ops.reshape.ReshapeOp and kiln.ops.permute.PermuteOp (oneDNN reorders) against numpy on
 the Keras view of the tensor, in both data formats, and behind a conv's blocked layout."""
 
 import numpy as np
@@ -6,10 +6,10 @@ import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op, conv2d_reference
 from test_ops_pad_crop_resize import linear_adjoint
 
-from kiln.ops.conv2d import Conv2D
-from kiln.ops.flatten import Flatten
-from kiln.ops.permute import Permute
-from kiln.ops.reshape import Reshape
+from kiln.ops.conv2d import Conv2DOp
+from kiln.ops.flatten import FlattenOp
+from kiln.ops.permute import PermuteOp
+from kiln.ops.reshape import ReshapeOp
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -48,7 +48,7 @@ def run(op, keras_in_shape, data_format, function):
 def test_reshape(case, data_format):
     shape, target = RESHAPES[case]
     resolved = tuple(d if d != -1 else int(np.prod(shape)) // 6 for d in target)
-    run(Reshape("r", target, data_format), shape, data_format,
+    run(ReshapeOp("r", target, data_format), shape, data_format,
         lambda x: x.reshape(len(x), *resolved))
 
 
@@ -56,13 +56,13 @@ def test_reshape(case, data_format):
 @pytest.mark.parametrize("case", list(PERMUTES))
 def test_permute(case, data_format):
     shape, dims = PERMUTES[case]
-    run(Permute("p", dims, data_format), shape, data_format,
+    run(PermuteOp("p", dims, data_format), shape, data_format,
         lambda x: np.transpose(x, (0, *dims)))
 
 
 @pytest.mark.parametrize("data_format", FORMATS)
 def test_conv_permute_flatten_reshape_chain(data_format):
-    """Behind a conv's blocked layout; Reshape of a flattened tensor reads Keras's (h, w, c)
+    """Behind a conv's blocked layout; ReshapeOp of a flattened tensor reads Keras's (h, w, c)
     order in both formats."""
     rng = np.random.default_rng(2)
     shape = (2, 4, 5, 16) if data_format == CHANNELS_LAST else (2, 16, 4, 5)
@@ -80,9 +80,9 @@ def test_conv_permute_flatten_reshape_chain(data_format):
         keras_view = np.transpose(y, (0, *dims))
         return to_keras(keras_view).reshape(2, 16, 10)
 
-    ops = [Conv2D("conv", 8, (3, 3), padding="same", activation="tanh"),
-           Permute("p", dims, data_format), Flatten("f"),
-           Reshape("r", (16, 10), data_format, flattened=True)]
+    ops = [Conv2DOp("conv", 8, (3, 3), padding="same", activation="tanh"),
+           PermuteOp("p", dims, data_format), FlattenOp("f"),
+           ReshapeOp("r", (16, 10), data_format, flattened=True)]
     dy = rng.normal(size=(2, 16, 10)).astype(np.float32)
     check_op(ops, x, params, dy, reference, data_format, rtol=1e-4, atol=1e-5, eps=1e-2,
              entries=6)
@@ -90,6 +90,6 @@ def test_conv_permute_flatten_reshape_chain(data_format):
 
 def test_bad_target_shape_and_dims_are_rejected():
     with pytest.raises(ValueError, match="argument target_shape"):
-        Reshape("r", (5, -1)).output_dims((1, 2, 3, 4))
+        ReshapeOp("r", (5, -1)).output_dims((1, 2, 3, 4))
     with pytest.raises(ValueError, match="argument dims must be a permutation"):
-        Permute("p", (1, 1, 2)).output_dims((1, 2, 3, 4))
+        PermuteOp("p", (1, 1, 2)).output_dims((1, 2, 3, 4))

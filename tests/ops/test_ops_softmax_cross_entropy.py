@@ -1,4 +1,4 @@
-"""kiln.ops.softmax_cross_entropy.SoftmaxCrossEntropy: loss/accuracy stats and the logits
+"""kiln.ops.softmax_cross_entropy.SoftmaxCrossEntropyOp: loss/accuracy stats and the logits
 gradient vs numpy (Keras 2 categorical_crossentropy with clipping epsilon 1e-7)."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from op_checker import softmax_cross_entropy_reference
 
 from kiln.binding.memory import Memory
-from kiln.ops.softmax_cross_entropy import SoftmaxCrossEntropy
+from kiln.ops.softmax_cross_entropy import SoftmaxCrossEntropyOp
 from kiln.ops.tensor import Tensor
 from kiln.plan.builder import PlanBuilder
 from kiln.plan.parameters import ParameterStore
@@ -19,7 +19,7 @@ class LossHarness:
         self.logits_memory = Memory(plain_desc((n, k), "channels_last"))
         self.logits = self.logits_memory.as_array().reshape(n, k)
         self.labels = np.zeros((n, k), np.float32)
-        head = SoftmaxCrossEntropy("softmax", epsilon)
+        head = SoftmaxCrossEntropyOp("softmax", epsilon)
         self.probabilities, self.stats, grad = head.plan(
             self.builder, Tensor(self.logits_memory), self.labels, np.ones(n, np.float32),
             1.0, True, fused=True)

@@ -1,4 +1,4 @@
-"""Unary (oneDNN eltwise for keras.ops math that is not an activation): every function's
+"""UnaryOp (oneDNN eltwise for keras.ops math that is not an activation): every function's
 forward against numpy and its gradient against the analytic derivative and central
 differences, in both data formats."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
 
-from kiln.ops.unary import Unary
+from kiln.ops.unary import UnaryOp
 
 # (function, alpha, beta, forward in float64, derivative, positive inputs only)
 CASES = {
@@ -37,11 +37,11 @@ def test_unary_forward_and_gradient(case, data_format):
     dy = rng.normal(size=x.shape).astype(np.float32)
     # oneDNN's vectorized log is a polynomial good to a few 1e-6 absolute
     atol = 1e-5 if function == "log" else 1e-6
-    check_op(Unary(f"u_{function}", function, alpha, beta), x, {}, dy,
+    check_op(UnaryOp(f"u_{function}", function, alpha, beta), x, {}, dy,
              lambda x64, p: forward(x64), data_format,
              lambda x64, p, dy64: (dy64 * derivative(x64), {}), rtol=1e-5, atol=atol)
 
 
 def test_unknown_function_is_named():
     with pytest.raises(ValueError, match="Unary 'u': argument function must be one of"):
-        Unary("u", "cube")
+        UnaryOp("u", "cube")

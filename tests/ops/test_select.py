@@ -1,4 +1,4 @@
-"""kiln.ops.select.Select (keras.ops.where): forward and the gradients of x1 and x2 against
+"""kiln.ops.select.SelectOp (keras.ops.where): forward and the gradients of x1 and x2 against
 float64 numpy's where (numpy's broadcasting) and central differences, in both data formats,
 with blocked inputs, number operands, and the errors."""
 
@@ -9,7 +9,7 @@ from op_checker import CHANNELS_FIRST, CHANNELS_LAST
 from test_broadcast import keras, unbroadcast
 
 from kiln.binding import constants as dnnl
-from kiln.ops.select import Select
+from kiln.ops.select import SelectOp
 
 N, C, H, W = 2, 3, 4, 5
 
@@ -50,7 +50,7 @@ def test_where_matches_numpy_and_central_differences(triple, data_format):
     if len(dims[0]) != 4 and data_format == CHANNELS_FIRST:
         pytest.skip("only 4D tensors have two layouts")
     xs, dy = operands(dims, data_format, seed=len(name))
-    check_multi_input_op(Select("where"), xs, dy, reference, data_format=data_format,
+    check_multi_input_op(SelectOp("where"), xs, dy, reference, data_format=data_format,
                          reference_grads=reference_grads, entries=3, rtol=0, atol=0,
                          grad_rtol=1e-5, grad_atol=1e-5)
 
@@ -59,17 +59,17 @@ def test_blocked_input_and_number_operands():
     """x1 in nChw8c with a per-channel x2; then where(c, x, 0.5) and where(c, 1.0, -x): the
     number operands are constants of the op."""
     xs, dy = operands([(N, 16, H, W), (N, 16, H, W), (1, 16, 1, 1)], CHANNELS_LAST, seed=1)
-    check_multi_input_op(Select("blocked"), xs, dy, reference, reference_grads=reference_grads,
+    check_multi_input_op(SelectOp("blocked"), xs, dy, reference, reference_grads=reference_grads,
                          layouts={1: dnnl.aBcd8b}, entries=3, rtol=0, atol=0,
                          grad_rtol=1e-5, grad_atol=1e-5)
     condition, x = xs[0], xs[1]
     check_multi_input_op(
-        Select("zero_else", {2: 0.5}), [condition, x], dy,
+        SelectOp("zero_else", {2: 0.5}), [condition, x], dy,
         lambda xs, p: np.where(xs[0] != 0, xs[1], 0.5),
         reference_grads=lambda xs, p, dy: [np.zeros_like(xs[0]), np.where(xs[0] != 0, dy, 0)],
         entries=3, rtol=0, atol=0)
     check_multi_input_op(
-        Select("one_if", {1: 1.0}), [condition, x], dy,
+        SelectOp("one_if", {1: 1.0}), [condition, x], dy,
         lambda xs, p: np.where(xs[0] != 0, 1.0, xs[1]),
         reference_grads=lambda xs, p, dy: [np.zeros_like(xs[0]), np.where(xs[0] != 0, 0, dy)],
         data_format=CHANNELS_FIRST, entries=3, rtol=0, atol=0)
@@ -77,8 +77,8 @@ def test_blocked_input_and_number_operands():
 
 def test_shapes_that_do_not_broadcast_and_bad_arguments_are_named():
     with pytest.raises(ValueError, match=r"where 'w'.*\(2, 3, 4, 5\).*\(1, 2, 1, 1\)"):
-        Select("w").output_dims([(2, 3, 4, 5), (2, 3, 4, 5), (1, 2, 1, 1)])
+        SelectOp("w").output_dims([(2, 3, 4, 5), (2, 3, 4, 5), (1, 2, 1, 1)])
     with pytest.raises(ValueError, match=r"where 'w': takes 3 inputs .*got 2"):
-        Select("w").output_dims([(2, 3), (2, 3)])
+        SelectOp("w").output_dims([(2, 3), (2, 3)])
     with pytest.raises(ValueError, match="Select 'w': argument constants"):
-        Select("w", {3: 1.0})
+        SelectOp("w", {3: 1.0})

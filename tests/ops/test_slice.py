@@ -1,4 +1,4 @@
-"""kiln.ops.slice.Slice: the window's values and the zero-filled input gradient with the
+"""kiln.ops.slice.SliceOp: the window's values and the zero-filled input gradient with the
 output gradient in the window, against float64 numpy and central differences, in both data
 formats, 2D / 3D / 4D, from oneDNN's blocked layouts (a window inside a channel block too),
 and the bounds errors."""
@@ -9,12 +9,12 @@ from multi_input_checker import check_multi_input_op
 from op_checker import CHANNELS_FIRST, CHANNELS_LAST
 
 from kiln.binding import constants as dnnl
-from kiln.ops.slice import Slice
+from kiln.ops.slice import SliceOp
 from kiln.ops.tensor import keras_shape
 
 
 class OneInput:
-    """Slice seen through the several-input checker (which can lay its input out blocked)."""
+    """SliceOp seen through the several-input checker (which can lay its input out blocked)."""
 
     arity = None
 
@@ -53,7 +53,7 @@ def check(dims, starts, sizes, data_format=CHANNELS_LAST, layout=None, numeric=T
         grad[window] = to_logical(dy, data_format)
         return [to_keras(grad, data_format)]
 
-    check_multi_input_op(OneInput(Slice("window", starts, sizes)), [x], dy, reference,
+    check_multi_input_op(OneInput(SliceOp("window", starts, sizes)), [x], dy, reference,
                          data_format=data_format, reference_grads=reference_grads,
                          numeric=numeric, layouts={} if layout is None else {0: layout},
                          entries=4, rtol=0, atol=0, grad_rtol=0, grad_atol=0)
@@ -88,9 +88,9 @@ def test_from_a_blocked_layout(start, size):
 def test_windows_outside_the_input_are_named():
     with pytest.raises(ValueError, match=r"Slice 'cut': the window \[3, 6\) of axis 1 .*"
                                          r"\(2, 4, 5, 5\)"):
-        Slice("cut", (0, 3, 0, 0), (None, 3, 5, 5)).output_dims((2, 4, 5, 5))
+        SliceOp("cut", (0, 3, 0, 0), (None, 3, 5, 5)).output_dims((2, 4, 5, 5))
     with pytest.raises(ValueError, match="Slice 'cut': arguments starts and sizes"):
-        Slice("cut", (1, 0), (None, 2))
+        SliceOp("cut", (1, 0), (None, 2))
 
 
 def test_two_windows_of_equal_dims_at_other_offsets_are_two_primitives():
@@ -106,7 +106,7 @@ def test_bf16_window_inside_a_channel_block():
     x = rng.normal(size=(2, 3, 3, 16)).astype(np.float32)
     dy = rng.normal(size=(2, 3, 3, 3)).astype(np.float32)
     result, harness = check_multi_input_op(
-        OneInput(Slice("window", (0, 2, 0, 0), (None, 3, 3, 3))), [x], dy,
+        OneInput(SliceOp("window", (0, 2, 0, 0), (None, 3, 3, 3))), [x], dy,
         lambda xs, p: xs[0][..., 2:5], layouts={0: dnnl.aBcd8b}, data_type=dnnl.bf16,
         numeric=False, rtol=1e-2, atol=1e-2, grad_rtol=1e-2, grad_atol=1e-2)
     assert harness.output_tensor.memory.desc.data_type == dnnl.bf16

@@ -1,6 +1,6 @@
 """kiln.ops.streaming_stores and the forward kernel's streamed path: the run loop against
 numpy on odd lengths, unaligned heads and tails and every lane period, with and without the
-relu; ChannelAffine / BroadcastBinary forwards of outputs above STREAMING_BYTES in nhwc and
+relu; ChannelAffineOp / BroadcastBinaryOp forwards of outputs above STREAMING_BYTES in nhwc and
 nchw (the numba kernel, not oneDNN), including an output that starts off a cache line; and
 that the compiled loop does emit streaming stores."""
 
@@ -12,8 +12,8 @@ from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness
 
 from kiln.binding import constants as dnnl
 from kiln.binding.memory import MemoryDesc, aligned_bytes
-from kiln.ops.broadcast import BroadcastBinary
-from kiln.ops.channel_affine import ChannelAffine, kernel_iteration
+from kiln.ops.broadcast import BroadcastBinaryOp
+from kiln.ops.channel_affine import ChannelAffineOp, kernel_iteration
 from kiln.ops.channel_affine_kernels import forward_kernel
 from kiln.ops.numba_config import SERIAL, njit
 from kiln.ops.streaming_stores import (
@@ -156,7 +156,7 @@ def test_large_per_channel_bias_add_runs_the_streaming_kernel(data_format):
     rng = np.random.default_rng(2)
     c = LARGE[1]
     tag = dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
-    op = BroadcastBinary("bias", "add", ("bias", (1, c, 1, 1), tag))
+    op = BroadcastBinaryOp("bias", "add", ("bias", (1, c, 1, 1), tag))
     x = keras_input(rng, data_format)
     bias = rng.normal(size=c).astype(np.float32)
     harness = OpHarness(op, x, {"bias/bias": per_channel(bias, data_format)}, data_format)
@@ -172,8 +172,8 @@ def test_large_channel_affine_with_relu_runs_the_streaming_kernel(data_format):
     rng = np.random.default_rng(3)
     c = LARGE[1]
     tag = dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
-    op = ChannelAffine("affine", scale=("scale", (1, c, 1, 1), tag),
-                       shift=("bias", (1, c, 1, 1), tag), activation="relu")
+    op = ChannelAffineOp("affine", scale=("scale", (1, c, 1, 1), tag),
+                         shift=("bias", (1, c, 1, 1), tag), activation="relu")
     x = keras_input(rng, data_format)
     scale = rng.normal(size=c).astype(np.float32)
     bias = rng.normal(size=c).astype(np.float32)

@@ -19,12 +19,12 @@ from op_checker import (  # noqa: E402
     softmax_cross_entropy_reference,
 )
 
-from kiln.ops.activation import Activation  # noqa: E402
-from kiln.ops.conv2d import Conv2D  # noqa: E402
-from kiln.ops.dense import Dense  # noqa: E402
-from kiln.ops.flatten import Flatten  # noqa: E402
-from kiln.ops.pooling import Pooling2D  # noqa: E402
-from kiln.ops.softmax_cross_entropy import SoftmaxCrossEntropy  # noqa: E402
+from kiln.ops.activation import ActivationOp  # noqa: E402
+from kiln.ops.conv2d import Conv2DOp  # noqa: E402
+from kiln.ops.dense import DenseOp  # noqa: E402
+from kiln.ops.flatten import FlattenOp  # noqa: E402
+from kiln.ops.pooling import Pooling2DOp  # noqa: E402
+from kiln.ops.softmax_cross_entropy import SoftmaxCrossEntropyOp  # noqa: E402
 from kiln.plan.parameters import ParameterStore  # noqa: E402
 from kiln.plan.step_plan import StepPlan, logical_dims  # noqa: E402
 from kiln.runtime.optimizers import AdamUpdater, SGDUpdater  # noqa: E402
@@ -37,12 +37,12 @@ CLASSES = 4
 
 
 def make_ops(filters=(FILTERS, FILTERS)):
-    return [Conv2D("conv1", filters[0], (3, 3), activation="relu"),
-            Conv2D("conv2", filters[1], (3, 3), padding="same", activation="tanh"),
-            Pooling2D("pool", "max", (2, 2), (2, 2)),
-            Flatten("flatten"),
-            Dense("dense", CLASSES),
-            Activation("softmax", "softmax")]
+    return [Conv2DOp("conv1", filters[0], (3, 3), activation="relu"),
+            Conv2DOp("conv2", filters[1], (3, 3), padding="same", activation="tanh"),
+            Pooling2DOp("pool", "max", (2, 2), (2, 2)),
+            FlattenOp("flatten"),
+            DenseOp("dense", CLASSES),
+            ActivationOp("softmax", "softmax")]
 
 
 def input_shape(batch, data_format):
@@ -58,7 +58,7 @@ def make_store(ops, data_format, seed=0, batch=1):
         for key, (param_dims, tag) in parameter_specs(op, dims, data_format).items():
             name = f"{op.name}/{key}"
             if key == "kernel":
-                if isinstance(op, Conv2D):
+                if isinstance(op, Conv2DOp):
                     shape = (*op.kernel_size, param_dims[1], param_dims[0])
                 else:
                     shape = (int(np.prod(param_dims[1:])), param_dims[0])
@@ -86,7 +86,7 @@ def step_plan(ops, shape, data_format, store, loss_head=None, optimizer=None,
 
 def train_plan(ops, store, batch, data_format, optimizer):
     return step_plan(ops, input_shape(batch, data_format), data_format, store,
-                    SoftmaxCrossEntropy("softmax"), optimizer, label_shape=(batch, CLASSES))
+                    SoftmaxCrossEntropyOp("softmax"), optimizer, label_shape=(batch, CLASSES))
 
 
 def probabilities(plan):

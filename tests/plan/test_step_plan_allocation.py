@@ -28,7 +28,7 @@ def test_steps_allocate_no_buffers(mode):
 
 
 def test_a_kernel_reading_a_model_input_sees_each_new_batch():
-    """Dropout right on the input is a numba kernel that captured the input buffer when it
+    """DropoutOp right on the input is a numba kernel that captured the input buffer when it
     was planned: fit() must not re-point that buffer at the batch (it copies instead)."""
     import numpy as np
 
@@ -54,7 +54,7 @@ def test_a_kernel_reading_a_model_input_sees_each_new_batch():
 
 
 def test_a_view_of_a_model_input_sees_each_new_batch():
-    """Conv1D right on the input reads it through a 4D view (another Memory over the same
+    """Conv1DOp right on the input reads it through a 4D view (another Memory over the same
     bytes), which use_input() cannot re-point: the plan copies the batch in instead, so
     training sees the data predict sees (it used to train on the plan's stale buffer)."""
     import numpy as np

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from kiln.bench import models
-from kiln.ops import Activation, Conv2D, Dropout, MaxPoolDropout, Pooling2D
+from kiln.ops import ActivationOp, Conv2DOp, DropoutOp, MaxPoolDropoutOp, Pooling2DOp
 from kiln.plan import sub_batches
 
 
 def listed(op):
     """The isinstance list sub_batches.py used before it read `op.per_image`."""
-    if isinstance(op, Activation):
+    if isinstance(op, ActivationOp):
         return op.activation != "softmax"
-    return isinstance(op, (Conv2D, Pooling2D, MaxPoolDropout, Dropout))
+    return isinstance(op, (Conv2DOp, Pooling2DOp, MaxPoolDropoutOp, DropoutOp))
 
 
 def listed_front(ops, input_dims, itemsize):

@@ -41,15 +41,14 @@ def test_choice_for_the_classic_models(built):
 
 
 def test_only_cheap_first_convolutions_are_recomputed():
-    from kiln.ops import Conv2D as Conv2DOp
+    from kiln.ops import Conv2DOp
     assert sub_batches.recomputable(Conv2DOp("c", 32, (3, 3)), (16, 3, 32, 32))
     assert not sub_batches.recomputable(Conv2DOp("c", 32, (3, 3)), (16, 4, 32, 32))
     assert not sub_batches.recomputable(Conv2DOp("c", 32, (5, 5)), (16, 2, 32, 32))
 
 
 def test_no_convolution_no_sub_batches():
-    from kiln.ops import Dense as DenseOp
-    from kiln.ops import Dropout as DropoutOp
+    from kiln.ops import DenseOp, DropoutOp
     assert sub_batches.choose([DropoutOp("d", 0.5, 1), DenseOp("x", 4)], (512, 64, 32, 32),
                               4) == (0, 512)
 
@@ -124,7 +123,7 @@ def test_fused_pooling_in_sub_batches_trains_like_separate_ops(data_format, monk
     """The fused pool + dropout reads its input from a buffer all sub-batches share; the
     separate ops keep one slice per sub-batch. Same masks, so the same training."""
     from kiln.graph import rules
-    from kiln.ops import MaxPoolDropout
+    from kiln.ops import MaxPoolDropoutOp
 
     monkeypatch.setattr(sub_batches, "BUDGET_BYTES", 4 * 12 * 12 * 16 * 4)
     monkeypatch.setattr(sub_batches, "MIN_IMAGES", 2)
@@ -135,7 +134,7 @@ def test_fused_pooling_in_sub_batches_trains_like_separate_ops(data_format, monk
         model.build()
         if not fused:
             model._plan_rules = rules.without("max pool + dropout")
-        assert any(isinstance(op, MaxPoolDropout) for op in model.ops) == fused
+        assert any(isinstance(op, MaxPoolDropoutOp) for op in model.ops) == fused
         models.append(model)
     models[1].set_weights(models[0].get_weights())
     losses = [m.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0).history["loss"]

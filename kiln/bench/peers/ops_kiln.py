@@ -1,4 +1,4 @@
-"""kiln: `BroadcastBinary(add)` of a (1, C, 1, 1) parameter planned like any op of a step plan
+"""kiln: `BroadcastBinaryOp(add)` of a (1, C, 1, 1) parameter planned like any op of a step plan
 (PlanBuilder, ParameterStore): the forward list (one oneDNN binary call) or the backward list
 (the bias gradient's sum over N, H, W; the input gradient is the output gradient buffer)."""
 
@@ -15,7 +15,7 @@ def plan(data_format):
     """(builder, forward calls, backward calls, input gradient is dy) for the case."""
     from ...binding import constants as dnnl
     from ...binding.memory import Memory, MemoryDesc
-    from ...ops.broadcast import BroadcastBinary
+    from ...ops.broadcast import BroadcastBinaryOp
     from ...ops.tensor import CHANNELS_LAST, Tensor
     from ...plan.builder import PlanBuilder
     from ...plan.parameters import ParameterStore
@@ -28,7 +28,7 @@ def plan(data_format):
     builder = PlanBuilder(store, training=True)
     source = Memory(MemoryDesc.with_tag((n, c, h, w), dnnl.f32, tag))
     source.as_array()[:] = x.reshape(-1)
-    op = BroadcastBinary("bias", "add", ("bias", (1, c, 1, 1), tag))
+    op = BroadcastBinaryOp("bias", "add", ("bias", (1, c, 1, 1), tag))
     output, backward = op.forward(builder, Tensor(source, data_format), need_input_grad=True)
     builder.keep(output.memory)
     forward_calls = list(builder.forward_calls)

@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import __version__
 from ...distributed.collective import GradientBuckets
-from ...ops.sync_batch_norm import SyncBatchNorm
+from ...ops.sync_batch_norm import SyncBatchNormOp
 from ...runtime.feeder import aligned_array
 from ..trainers.data_adapters import ArrayDataAdapter, DataAdapter
 from .distribution_lib import distribution
@@ -180,7 +180,7 @@ def synchronize_batch_norm(world, model):
     (training plans made before, without it, are dropped)."""
     changed = False
     for node in model.graph.nodes:
-        if isinstance(node.op, SyncBatchNorm) and node.op.sync is not world:
+        if isinstance(node.op, SyncBatchNormOp) and node.op.sync is not world:
             node.op.sync = world
             changed = True
     if changed:

@@ -21,7 +21,7 @@ class Activation(Layer):
         self.activation, self.function = activations.resolve(activation, self.context)
         if self.function is not None:
             self.activation = None
-        self.op = ops.Activation(self.name, self.activation) if self.function is None \
+        self.op = ops.ActivationOp(self.name, self.activation) if self.function is None \
             else None
 
     def call(self, inputs):

@@ -4,7 +4,7 @@ plus `(l1 * sum|x| + l2 * sum x^2) / batch_size` added to the loss."""
 import numbers
 
 from ...graph.symbolic import apply
-from ...ops.activity_regularization import ActivityRegularization as PenaltyOp
+from ...ops.activity_regularization import ActivityRegularizationOp
 from .base_layer import Layer
 
 
@@ -18,7 +18,7 @@ class ActivityRegularization(Layer):
                 raise ValueError(f"{self.context}: argument {argument} must be a float >= 0, "
                                  f"got {value!r}")
         self.l1, self.l2 = float(l1), float(l2)
-        self.op = PenaltyOp(self.name, self.l1, self.l2)
+        self.op = ActivityRegularizationOp(self.name, self.l1, self.l2)
 
     def call(self, inputs):
         return apply(self.op, inputs)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ... import ops
 from ...graph.symbolic import SymbolicTensor, apply, tracing
-from ...ops.activity_regularization import ActivityRegularization
+from ...ops.activity_regularization import ActivityRegularizationOp
 from ...plan.parameters import ParameterStore
 from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
@@ -243,7 +243,7 @@ class Layer:
         the user's activation function (activations.resolve)."""
         output = apply(op, inputs)
         if self.activation not in ops.FUSABLE and self.activation != "linear":
-            output = apply(ops.Activation(f"{self.name}/{self.activation}", self.activation),
+            output = apply(ops.ActivationOp(f"{self.name}/{self.activation}", self.activation),
                            output)
         if getattr(self, "activation_function", None) is not None:  # a user's function
             output = self.activation_function(output)
@@ -335,7 +335,7 @@ class Layer:
             tracing.pop()
         if self.activity_regularizer is not None:
             l1, l2 = self.activity_regularizer.coefficients()
-            penalty = ActivityRegularization(f"{self.name}/activity_regularizer", l1, l2)
+            penalty = ActivityRegularizationOp(f"{self.name}/activity_regularizer", l1, l2)
             outputs = pack_like(outputs, [apply(penalty, t) for t in flatten(outputs)])
         self._record(args, kwargs, outputs)
         flat = flatten(outputs)

@@ -10,8 +10,8 @@ import copy
 
 from ... import ops
 from ...graph.symbolic import apply
-from ...ops.flatten import FlattenToMatrix
-from ...ops.sync_batch_norm import SyncBatchNorm
+from ...ops.flatten import FlattenToMatrixOp
+from ...ops.sync_batch_norm import SyncBatchNormOp
 from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
@@ -74,7 +74,7 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = initializers.get(
             moving_variance_initializer, self.context, "moving_variance_initializer")
         self.synchronized = bool(synchronized)
-        kind = SyncBatchNorm if self.synchronized else ops.BatchNorm
+        kind = SyncBatchNormOp if self.synchronized else ops.BatchNormOp
         self.op = kind(self.name, self.epsilon, self.momentum, self.center, self.scale)
         # the op of calls made with training=False: always the moving statistics
         self._inference_op = copy.copy(self.op)
@@ -97,7 +97,7 @@ class BatchNormalization(Layer):
         self._check_axis(self._input_tensor)
         dims = self._input_tensor.dims
         if self._input_tensor.flattened:  # after Flatten: one statistic per feature, as Keras
-            dims = FlattenToMatrix(self.name).output_dims(dims)
+            dims = FlattenToMatrixOp(self.name).output_dims(dims)
         channels = dims[1]
         parameters = self.op.parameter_dims(dims)
         state = self.op.state_dims(dims)
@@ -119,7 +119,7 @@ class BatchNormalization(Layer):
     def call(self, inputs, training=None):
         self._check_axis(inputs)
         if inputs.flattened:
-            inputs = apply(FlattenToMatrix(f"{self.name}/features"), inputs, flattened=False)
+            inputs = apply(FlattenToMatrixOp(f"{self.name}/features"), inputs, flattened=False)
         # training=True asks for batch statistics: that is what training plans use anyway
         return apply(self._inference_op if training is False else self.op, inputs)
 

@@ -67,9 +67,9 @@ class Conv1D(Layer):
                                                    "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, context, "bias_initializer")
         fused = self.activation if self.activation in ops.FUSABLE else None
-        self.op = ops.Conv1D(self.name, self.filters, self.kernel_size[0], self.strides[0],
-                             self.padding, fused, use_bias, self.dilation_rate[0], self.groups,
-                             self.data_format)
+        self.op = ops.Conv1DOp(self.name, self.filters, self.kernel_size[0], self.strides[0],
+                               self.padding, fused, use_bias, self.dilation_rate[0], self.groups,
+                               self.data_format)
 
     def build(self, input_shape):
         if len(input_shape) != 3:

@@ -97,8 +97,8 @@ class Conv2D(Layer):
             kernel_initializer, self.context, "kernel_initializer")
         self.bias_initializer = initializers.get(
             bias_initializer, self.context, "bias_initializer")
-        self.op = ops.Conv2D(self.name, filters, self.kernel_size, self.strides, self.padding,
-                             fused_activation(self), use_bias, self.dilation_rate, self.groups)
+        self.op = ops.Conv2DOp(self.name, filters, self.kernel_size, self.strides, self.padding,
+                               fused_activation(self), use_bias, self.dilation_rate, self.groups)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

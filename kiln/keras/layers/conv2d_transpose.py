@@ -71,9 +71,9 @@ class Conv2DTranspose(Layer):
         self.kernel_initializer = initializers.get(kernel_initializer, context,
                                                    "kernel_initializer")
         self.bias_initializer = initializers.get(bias_initializer, context, "bias_initializer")
-        self.op = ops.Conv2DTranspose(self.name, self.filters, self.kernel_size, self.strides,
-                                      self.padding, self.output_padding, fused_activation(self),
-                                      use_bias, self.dilation_rate)
+        self.op = ops.Conv2DTransposeOp(self.name, self.filters, self.kernel_size, self.strides,
+                                        self.padding, self.output_padding, fused_activation(self),
+                                        use_bias, self.dilation_rate)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

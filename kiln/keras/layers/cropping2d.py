@@ -2,7 +2,7 @@
 (a oneDNN reorder out of a window of the input)."""
 
 from ...graph.symbolic import apply
-from ...ops.pad_crop import Cropping2D as CroppingOp
+from ...ops.pad_crop import Cropping2DOp
 from .. import backend
 from .base_layer import Layer
 from .zero_padding2d import spatial_pairs
@@ -16,7 +16,7 @@ class Cropping2D(Layer):
         super().__init__(**kwargs)
         self.cropping = spatial_pairs(cropping, self.context, "cropping")
         self.data_format = backend.normalize_data_format(data_format, self.context)
-        self.op = CroppingOp(self.name, self.cropping)
+        self.op = Cropping2DOp(self.name, self.cropping)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

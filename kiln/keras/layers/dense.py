@@ -40,7 +40,7 @@ class Dense(Layer):
         self.bias_initializer = initializers.get(
             bias_initializer, self.context, "bias_initializer")
         fused = self.activation if self.activation in ops.FUSABLE else None
-        self.op = ops.Dense(self.name, units, fused, use_bias)
+        self.op = ops.DenseOp(self.name, units, fused, use_bias)
 
     def build(self, input_shape):
         if len(input_shape) != 2:

@@ -1,6 +1,6 @@
 """DepthwiseConv2D layer (`keras.layers.DepthwiseConv2D`).
 
-A depthwise convolution is a grouped one with one input channel per group: the same Conv2D op
+A depthwise convolution is a grouped one with one input channel per group: the same Conv2DOp
 with groups = channels, which oneDNN runs with its depthwise kernels, bias and activation fused
 as for Conv2D (and a following BatchNormalization folded into it in inference plans).
 """
@@ -62,9 +62,9 @@ class DepthwiseConv2D(Layer):
                              f"channels) or (batch, channels, height, width), got shape "
                              f"{input_shape}")
         channels = channels_of(input_shape, self.data_format, self.context)
-        self.op = ops.Conv2D(self.name, channels * self.depth_multiplier, self.kernel_size,
-                             self.strides, self.padding, fused_activation(self), self.use_bias,
-                             self.dilation_rate, groups=channels)
+        self.op = ops.Conv2DOp(self.name, channels * self.depth_multiplier, self.kernel_size,
+                               self.strides, self.padding, fused_activation(self), self.use_bias,
+                               self.dilation_rate, groups=channels)
         dims = self.op.parameter_dims(self._input_tensor.dims)
         self.kernel = self.add_weight("kernel", (*self.kernel_size, channels,
                                                  self.depth_multiplier),

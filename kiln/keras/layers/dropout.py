@@ -27,7 +27,7 @@ class Dropout(Layer):
         self.rate, self.seed = float(rate), seed
         if seed is None:
             seed = int(initializers._generator[0].integers(0, 2**62))
-        self.op = ops.Dropout(self.name, self.rate, seed)
+        self.op = ops.DropoutOp(self.name, self.rate, seed)
 
     def call(self, inputs):
         return apply(self.op, inputs)

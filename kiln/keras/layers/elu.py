@@ -17,7 +17,7 @@ class ELU(Layer):
         if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool):
             raise ValueError(f"{self.context}: argument alpha must be a float, got {alpha!r}")
         self.alpha = float(alpha)
-        self.op = ops.Activation(self.name, activation_name("elu", alpha=self.alpha))
+        self.op = ops.ActivationOp(self.name, activation_name("elu", alpha=self.alpha))
 
     def call(self, inputs):
         return apply(self.op, inputs)

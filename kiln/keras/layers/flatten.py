@@ -2,8 +2,8 @@
 
 from ... import ops
 from ...graph.symbolic import apply
-from ...ops.permute import Permute
-from ...ops.reshape import Reshape
+from ...ops.permute import PermuteOp
+from ...ops.reshape import ReshapeOp
 from .. import backend
 from .base_layer import Layer
 
@@ -17,7 +17,7 @@ class Flatten(Layer):
     def __init__(self, data_format=None, **kwargs):
         super().__init__(**kwargs)
         self.data_format = backend.normalize_data_format(data_format, self.context)
-        self.op = ops.Flatten(self.name)
+        self.op = ops.FlattenOp(self.name)
 
     def call(self, inputs):
         rank = len(inputs.shape)
@@ -28,9 +28,9 @@ class Flatten(Layer):
         # free view above is only for images, whose Dense reads the 4D layout)
         x = inputs
         if self.data_format == "channels_first":
-            x = apply(Permute(f"{self.name}_to_channels_last", (*range(2, rank), 1),
-                              inputs.data_format), x)
-        return apply(Reshape(self.name, (-1,), x.data_format, False), x, flattened=False)
+            x = apply(PermuteOp(f"{self.name}_to_channels_last", (*range(2, rank), 1),
+                                inputs.data_format), x)
+        return apply(ReshapeOp(self.name, (-1,), x.data_format, False), x, flattened=False)
 
     def get_config(self):
         return {**super().get_config(), "data_format": self.data_format}

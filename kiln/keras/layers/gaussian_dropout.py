@@ -2,7 +2,7 @@
 N(1, sqrt(rate / (1 - rate))) noise while training; the identity in evaluate / predict."""
 
 from ...graph.symbolic import apply
-from ...ops.noise import GaussianDropout as GaussianDropoutOp
+from ...ops.noise import GaussianDropoutOp
 from .base_layer import Layer
 from .gaussian_noise import draw_seed, fraction
 

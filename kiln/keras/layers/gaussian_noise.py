@@ -4,7 +4,7 @@ training; the identity in evaluate / predict."""
 import numbers
 
 from ...graph.symbolic import apply
-from ...ops.noise import GaussianNoise as GaussianNoiseOp
+from ...ops.noise import GaussianNoiseOp
 from .. import initializers
 from .base_layer import Layer
 

@@ -1,7 +1,7 @@
 """GlobalAveragePooling2D and GlobalMaxPooling2D layers (`keras.layers`)."""
 
 from ...graph.symbolic import apply
-from ...ops.global_pooling import GlobalPooling2D
+from ...ops.global_pooling import GlobalPooling2DOp
 from .. import backend
 from .base_layer import Layer
 
@@ -16,7 +16,7 @@ class _GlobalPooling2D(Layer):
             raise ValueError(f"{self.context}: argument keepdims must be True or False, got "
                              f"{keepdims!r}")
         self.keepdims = keepdims
-        self.op = GlobalPooling2D(self.name, self.mode, keepdims)
+        self.op = GlobalPooling2DOp(self.name, self.mode, keepdims)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

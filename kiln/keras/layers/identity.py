@@ -1,7 +1,7 @@
 """Identity layer (`keras.layers.Identity`): returns its input; no data moves."""
 
 from ...graph.symbolic import apply
-from ...ops.identity import Identity as IdentityOp
+from ...ops.identity import IdentityOp
 from .base_layer import Layer
 
 

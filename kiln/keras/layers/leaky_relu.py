@@ -20,8 +20,8 @@ class LeakyReLU(Layer):
                           stacklevel=2)
         super().__init__(name=name or unique_name("leaky_re_lu"), **kwargs)
         self.negative_slope = non_negative(negative_slope, self.context, "negative_slope")
-        self.op = ops.Activation(self.name, activation_name("leaky_relu",
-                                                            negative_slope=self.negative_slope))
+        self.op = ops.ActivationOp(self.name, activation_name("leaky_relu",
+                                                              negative_slope=self.negative_slope))
 
     def call(self, inputs):
         return apply(self.op, inputs)

@@ -67,38 +67,38 @@ class _Merge(Layer):
 class Add(_Merge):
     """Element-wise sum of its inputs (ResNet shortcuts): `Add()([x, y])`."""
 
-    op_class = ops.Add
+    op_class = ops.AddOp
 
 
 class Subtract(_Merge):
     """`Subtract()([a, b])` = a - b (exactly two inputs)."""
 
-    op_class = ops.Subtract
+    op_class = ops.SubtractOp
     exact_inputs = 2
 
 
 class Multiply(_Merge):
     """Element-wise product of its inputs."""
 
-    op_class = ops.Multiply
+    op_class = ops.MultiplyOp
 
 
 class Average(_Merge):
     """Element-wise mean of its inputs."""
 
-    op_class = ops.Average
+    op_class = ops.AverageOp
 
 
 class Maximum(_Merge):
     """Element-wise maximum of its inputs."""
 
-    op_class = ops.Maximum
+    op_class = ops.MaximumOp
 
 
 class Minimum(_Merge):
     """Element-wise minimum of its inputs."""
 
-    op_class = ops.Minimum
+    op_class = ops.MinimumOp
 
 
 class Concatenate(_Merge):
@@ -125,7 +125,7 @@ class Concatenate(_Merge):
         logical = axis
         if rank == 4 and inputs[0].data_format == "channels_last":
             logical = {1: 2, 2: 3, 3: 1}[axis]  # Keras (N, H, W, C) -> oneDNN (N, C, H, W)
-        return apply(ops.Concatenate(self.name, logical), inputs)
+        return apply(ops.ConcatenateOp(self.name, logical), inputs)
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}

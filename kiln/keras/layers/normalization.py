@@ -4,7 +4,7 @@ and variance 1 by statistics given as arguments or learnt with `adapt(data)`."""
 import numpy as np
 
 from ...graph.symbolic import apply
-from ...ops.normalization import Normalization as NormalizationOp
+from ...ops.normalization import NormalizationOp
 from .. import initializers
 from .arguments import is_integer
 from .base_layer import Layer

@@ -1,7 +1,7 @@
 """Permute layer (`keras.layers.Permute`): reorders the axes after the batch."""
 
 from ...graph.symbolic import apply
-from ...ops.permute import Permute as PermuteOp
+from ...ops.permute import PermuteOp
 from .arguments import is_integer
 from .base_layer import Layer
 

@@ -21,7 +21,7 @@ class _Pooling2D(Layer):
                                  f"{value}")
         self.padding = check_choice(padding, ("valid", "same"), self.context, "padding")
         self.data_format = backend.normalize_data_format(data_format, self.context)
-        self.op = ops.Pooling2D(self.name, self.mode, self.pool_size, self.strides, self.padding)
+        self.op = ops.Pooling2DOp(self.name, self.mode, self.pool_size, self.strides, self.padding)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

@@ -1,7 +1,7 @@
 """PReLU layer (`keras.layers.PReLU`): a leaky relu whose slope `alpha` is learned."""
 
 from ...graph.symbolic import apply
-from ...ops.prelu import PReLU as PReLUOp
+from ...ops.prelu import PReLUOp
 from .. import constraints, initializers, regularizers
 from .arguments import is_integer
 from .base_layer import Layer, unique_name

@@ -34,7 +34,7 @@ class ReLU(Layer):
         self.threshold = non_negative(threshold, self.context, "threshold")
         self.activation = activation_name("relu", negative_slope=self.negative_slope,
                                           max_value=self.max_value, threshold=self.threshold)
-        self.op = ops.Activation(self.name, self.activation)
+        self.op = ops.ActivationOp(self.name, self.activation)
 
     def call(self, inputs):
         return apply(self.op, inputs)

@@ -3,7 +3,7 @@
 import numbers
 
 from ...graph.symbolic import apply
-from ...ops.rescaling import Rescaling as RescalingOp
+from ...ops.rescaling import RescalingOp
 from .base_layer import Layer
 
 

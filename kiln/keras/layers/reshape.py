@@ -2,8 +2,7 @@
 row-major order."""
 
 from ...graph.symbolic import apply
-from ...ops.reshape import Reshape as ReshapeOp
-from ...ops.reshape import resolve_target
+from ...ops.reshape import ReshapeOp, resolve_target
 from .arguments import is_integer
 from .base_layer import Layer
 

@@ -1,7 +1,7 @@
 """SeparableConv2D layer (`keras.layers.SeparableConv2D`): a depthwise convolution, then a 1x1
 (pointwise) one.
 
-Two Conv2D ops: the depthwise one (groups = channels, no bias) and the pointwise one, which
+Two Conv2DOp ops: the depthwise one (groups = channels, no bias) and the pointwise one, which
 carries the bias and the activation as its post-ops. Their kernels are the layer's
 'depthwise_kernel' and 'pointwise_kernel', as in Keras.
 """
@@ -63,12 +63,12 @@ class SeparableConv2D(Layer):
                              f"{input_shape}")
         channels = channels_of(input_shape, self.data_format, self.context)
         middle = channels * self.depth_multiplier
-        self.depthwise_op = ops.Conv2D(self.name, middle, self.kernel_size, self.strides,
-                                       self.padding, None, False, self.dilation_rate,
-                                       groups=channels, kernel_name="depthwise_kernel")
-        self.pointwise_op = ops.Conv2D(self.name, self.filters, (1, 1), (1, 1), "valid",
-                                       fused_activation(self), self.use_bias,
-                                       kernel_name="pointwise_kernel")
+        self.depthwise_op = ops.Conv2DOp(self.name, middle, self.kernel_size, self.strides,
+                                         self.padding, None, False, self.dilation_rate,
+                                         groups=channels, kernel_name="depthwise_kernel")
+        self.pointwise_op = ops.Conv2DOp(self.name, self.filters, (1, 1), (1, 1), "valid",
+                                         fused_activation(self), self.use_bias,
+                                         kernel_name="pointwise_kernel")
         dims = self._input_tensor.dims
         depthwise = self.depthwise_op.parameter_dims(dims)["depthwise_kernel"]
         pointwise = self.pointwise_op.parameter_dims(self.depthwise_op.output_dims(dims))

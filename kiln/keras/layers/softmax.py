@@ -1,7 +1,7 @@
 """Softmax layer (`keras.layers.Softmax`): softmax over one axis (oneDNN softmax)."""
 
 from ...graph.symbolic import apply
-from ...ops.softmax import Softmax as SoftmaxOp
+from ...ops.softmax import SoftmaxOp
 from .base_layer import Layer
 
 

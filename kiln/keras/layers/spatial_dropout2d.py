@@ -2,7 +2,7 @@
 image while training (the rest scaled by 1 / (1 - rate)); the identity otherwise."""
 
 from ...graph.symbolic import apply
-from ...ops.noise import SpatialDropout2D as SpatialDropoutOp
+from ...ops.noise import SpatialDropout2DOp
 from .. import backend
 from .base_layer import Layer
 from .gaussian_noise import draw_seed, fraction
@@ -16,7 +16,7 @@ class SpatialDropout2D(Layer):
         self.rate = fraction(rate, self.context, "rate", upper_open=True)
         self.data_format = backend.normalize_data_format(data_format, self.context)
         self.seed = seed
-        self.op = SpatialDropoutOp(self.name, self.rate, draw_seed(seed))
+        self.op = SpatialDropout2DOp(self.name, self.rate, draw_seed(seed))
 
     def build(self, input_shape):
         if len(input_shape) != 4:

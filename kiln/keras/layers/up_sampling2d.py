@@ -2,8 +2,7 @@
 (oneDNN resampling, nearest or bilinear)."""
 
 from ...graph.symbolic import apply
-from ...ops.resize import ALGORITHMS
-from ...ops.resize import UpSampling2D as UpSamplingOp
+from ...ops.resize import ALGORITHMS, UpSampling2DOp
 from .. import backend
 from .base_layer import Layer, pair
 
@@ -28,7 +27,7 @@ class UpSampling2D(Layer):
                                                         f"{interpolation!r} yet)" if known else
                                                         "") + f", got {interpolation!r}")
         self.interpolation = interpolation
-        self.op = UpSamplingOp(self.name, self.size, interpolation)
+        self.op = UpSampling2DOp(self.name, self.size, interpolation)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

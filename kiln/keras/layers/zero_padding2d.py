@@ -2,7 +2,7 @@
 image (a oneDNN reorder into the interior of a zeroed buffer)."""
 
 from ...graph.symbolic import apply
-from ...ops.pad_crop import ZeroPadding2D as ZeroPaddingOp
+from ...ops.pad_crop import ZeroPadding2DOp
 from .. import backend
 from .arguments import is_integer
 from .base_layer import Layer
@@ -36,7 +36,7 @@ class ZeroPadding2D(Layer):
         super().__init__(**kwargs)
         self.padding = spatial_pairs(padding, self.context, "padding")
         self.data_format = backend.normalize_data_format(data_format, self.context)
-        self.op = ZeroPaddingOp(self.name, self.padding)
+        self.op = ZeroPadding2DOp(self.name, self.padding)
 
     def build(self, input_shape):
         if len(input_shape) != 4:

@@ -2,7 +2,7 @@
 
 Two tensors of the same shape run as the engine's merge ops (oneDNN binary / sum). Shapes
 that differ but broadcast, and a tensor with a weight from `add_weight` (the weight becomes
-the op's parameter, so it trains), run as the engine's BroadcastBinary: its operand's logical
+the op's parameter, so it trains), run as the engine's BroadcastBinaryOp: its operand's logical
 dims carry 1s on the broadcast axes, e.g. a (C,) weight on a channels_last (N, H, W, C)
 tensor is logical (1, C, 1, 1) in the layout whose bytes are the Keras value's.
 """
@@ -17,8 +17,8 @@ from ..layers.custom_weights import bind_dims, plain_tag
 from ..layers.weight import Weight
 from .core import keras_axes_to_logical, not_in_model, op_name, where
 
-MERGES = {"add": merge.Add, "subtract": merge.Subtract, "multiply": merge.Multiply,
-          "maximum": merge.Maximum, "minimum": merge.Minimum}
+MERGES = {"add": merge.AddOp, "subtract": merge.SubtractOp, "multiply": merge.MultiplyOp,
+          "maximum": merge.MaximumOp, "minimum": merge.MinimumOp}
 COMMUTATIVE = ("add", "multiply", "maximum", "minimum")
 
 
@@ -41,10 +41,10 @@ def broadcast_shape(function, shape1, shape2):
 
 def _broadcast_op():
     try:
-        from ...ops.broadcast import BroadcastBinary
+        from ...ops.broadcast import BroadcastBinaryOp
     except ImportError:
         return None
-    return BroadcastBinary
+    return BroadcastBinaryOp
 
 
 def binary(function, x1, x2):

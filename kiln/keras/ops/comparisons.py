@@ -1,22 +1,22 @@
 """keras.ops comparisons (equal, not_equal, greater, greater_equal, less, less_equal) and
 where, which selects by a condition.
 
-Eagerly numpy's (bool arrays, as Keras). Inside a model the engine's BroadcastBinary with
+Eagerly numpy's (bool arrays, as Keras). Inside a model the engine's BroadcastBinaryOp with
 oneDNN binary's comparison algorithms (numba where oneDNN has only its reference kernel): the
 result is float32 1.0 / 0.0, the way a Keras bool tensor is used in arithmetic
 (`x * ops.cast(x > 0, "float32")`), and it has a zero gradient to both operands. A Python
 number operand (`x > 0`) is a constant of the op; a number or weight first is the mirror
 comparison (`0 < x` is `x > 0`).
 
-where(condition, x1, x2) in a model is the engine's Select (numpy broadcasting; the condition
+where(condition, x1, x2) in a model is the engine's SelectOp (numpy broadcasting; the condition
 true where non-zero; x1 and x2 may be Python numbers: where(x > 0, x, 0.0)).
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.broadcast import BroadcastBinary
-from ...ops.select import Select
+from ...ops.broadcast import BroadcastBinaryOp
+from ...ops.select import SelectOp
 from .binary import binary, broadcast_shape
 from .core import (
     eager_operand,
@@ -47,8 +47,8 @@ def _comparison(function):
             if not isinstance(x1, SymbolicTensor):  # the tensor first: the mirror comparison
                 return run_mirrored(x2, x1)
             if _is_number(x2):
-                return apply(BroadcastBinary(op_name(function), function,
-                                             constant=float(np.asarray(x2))), x1)
+                return apply(BroadcastBinaryOp(op_name(function), function,
+                                               constant=float(np.asarray(x2))), x1)
             return binary(function, x1, x2)
         return result(NUMPY[function](eager_operand(x1), eager_operand(x2)))
 
@@ -93,4 +93,4 @@ def where(condition, x1=None, x2=None):
         not_in_model("where", "broadcasting " + " with ".join(str(t.shape) for t in tensors))
     for tensor in tensors:
         keras_axes_to_logical(tensor)  # refuses flattened tensors
-    return apply(Select(op_name("where"), constants), tensors)
+    return apply(SelectOp(op_name("where"), constants), tensors)

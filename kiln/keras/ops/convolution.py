@@ -1,11 +1,11 @@
 """keras.ops.conv (keras.ops.nn.conv) of an image tensor with a (kh, kw, in, out) kernel:
-numpy eagerly; inside a model, with a kernel weight from add_weight, the engine's Conv2D op
+numpy eagerly; inside a model, with a kernel weight from add_weight, the engine's Conv2DOp
 (oneDNN convolution, the weight its kernel, so it trains)."""
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.conv2d import Conv2D
+from ...ops.conv2d import Conv2DOp
 from .. import backend
 from ..layers.custom_weights import bind_dims
 from ..layers.weight import Weight
@@ -69,8 +69,8 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
                              f"{kernel.shape[2]} input channels, the input {inputs.shape} "
                              f"has {channels}")
         owner, short = kernel.path.rsplit("/", 1)
-        op = Conv2D(owner, kernel.shape[3], kernel.shape[:2], strides, padding,
-                    use_bias=False, dilation_rate=dilation, kernel_name=short)
+        op = Conv2DOp(owner, kernel.shape[3], kernel.shape[:2], strides, padding,
+                      use_bias=False, dilation_rate=dilation, kernel_name=short)
         dims, tag = op.parameter_dims(inputs.dims)[short]
         bind_dims(kernel, dims, tag, where())
         return apply(op, inputs)

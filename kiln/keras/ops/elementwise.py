@@ -1,9 +1,9 @@
 """keras.ops element-wise functions: one input, or two with numpy broadcasting.
 
 Inside a model:
-    activations (relu, sigmoid, tanh, exp, gelu, ...)    the engine's Activation op
-    abs, sqrt, log, square, negative, clip, x ** c       the engine's Unary op (oneDNN eltwise)
-    a tensor and a Python number (x * 2, 1 - x, x / 4)   Unary (eltwise linear / pow / clip)
+    activations (relu, sigmoid, tanh, exp, gelu, ...)    the engine's ActivationOp
+    abs, sqrt, log, square, negative, clip, x ** c       the engine's UnaryOp (oneDNN eltwise)
+    a tensor and a Python number (x * 2, 1 - x, x / 4)   UnaryOp (eltwise linear / pow / clip)
     two tensors or a tensor and a weight                 binary.py
 """
 
@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.activation import Activation
+from ...ops.activation import ActivationOp
 from ...ops.eltwise import activation_name
-from ...ops.unary import Unary
+from ...ops.unary import UnaryOp
 from .binary import binary
 from .core import eager_operand, is_symbolic, keras_array, not_in_model, op_name, result
 
@@ -39,12 +39,12 @@ SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 
 
 def _activation(name, eager, **arguments):
-    """A keras.ops activation: numpy formula eagerly, the engine's Activation op in a model."""
+    """A keras.ops activation: numpy formula eagerly, the engine's ActivationOp in a model."""
 
     def function(x, **given):
         values = {**arguments, **given}
         if isinstance(x, SymbolicTensor):
-            return apply(Activation(op_name(name), activation_name(name, **values)), x)
+            return apply(ActivationOp(op_name(name), activation_name(name, **values)), x)
         array = keras_array(x)
         if array.dtype.kind != "f":
             array = array.astype(np.float32)
@@ -92,11 +92,11 @@ def exp(x):
 
 
 def _unary(name, eager, function, alpha=0.0, beta=0.0, float_result=True):
-    """A keras.ops math function: numpy eagerly, the engine's Unary op in a model."""
+    """A keras.ops math function: numpy eagerly, the engine's UnaryOp in a model."""
 
     def run(x):
         if isinstance(x, SymbolicTensor):
-            return apply(Unary(op_name(name), function, alpha, beta), x)
+            return apply(UnaryOp(op_name(name), function, alpha, beta), x)
         return result(eager(keras_array(x)), float_result)
 
     run.__name__ = name
@@ -115,7 +115,7 @@ def clip(x, x_min, x_max):
     if isinstance(x, SymbolicTensor):
         if is_symbolic(x_min, x_max) or np.ndim(x_min) or np.ndim(x_max):
             not_in_model("clip", "bounds must be Python numbers inside a model")
-        return apply(Unary(op_name("clip"), "clip", float(x_min), float(x_max)), x)
+        return apply(UnaryOp(op_name("clip"), "clip", float(x_min), float(x_max)), x)
     return result(np.clip(keras_array(x), x_min, x_max))
 
 
@@ -150,7 +150,7 @@ def _scalar(function, x, number, number_first):
         alpha, beta, kind = 1.0, c, "pow"
     else:
         not_in_model(function, "a number raised to a tensor's power")
-    return apply(Unary(op_name(function), kind, alpha, beta), x)
+    return apply(UnaryOp(op_name(function), kind, alpha, beta), x)
 
 
 NUMPY_BINARY = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
@@ -212,5 +212,5 @@ erf = _eager_only("erf", lambda x: _erf(np.asarray(x, np.float32)), True)
 
 def rsqrt(x):
     if isinstance(x, SymbolicTensor):
-        return apply(Unary(op_name("rsqrt"), "pow", 1.0, -0.5), x)
+        return apply(UnaryOp(op_name("rsqrt"), "pow", 1.0, -0.5), x)
     return result(1.0 / np.sqrt(keras_array(x)), True)

@@ -4,19 +4,19 @@ Inside a model two families are planned onto oneDNN:
 - a tensor times a (K, N) weight from add_weight, contracting the tensor's last axis
   (`matmul(x, self.w)`, `x @ self.w`, `dot`, `tensordot(x, self.w, axes=1)`,
   `einsum("...i,ij->...j")` with any named axes): a (batch, features) tensor is the engine's
-  Dense op (an inner product, which also reads a flattened image without a copy), any other
-  rank BatchedMatmul's weight form. The weight is the op's parameter, so it trains.
+  DenseOp (an inner product, which also reads a flattened image without a copy), any other
+  rank BatchedMatmulOp's weight form. The weight is the op's parameter, so it trains.
 - a product of two activations, batched over equal leading axes (attention-style):
   `matmul(a, b)` of ranks >= 3, `einsum("bij,bjk->bik")`, `"bqd,bkd->bqk"` (b read
-  transposed), and the same with more batch axes ("bhqd,bhkd->bhqk"): BatchedMatmul.
+  transposed), and the same with more batch axes ("bhqd,bhkd->bhqk"): BatchedMatmulOp.
 Other products are refused by name.
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.batched_matmul import BatchedMatmul
-from ...ops.dense import Dense
+from ...ops.batched_matmul import BatchedMatmulOp
+from ...ops.dense import DenseOp
 from ..layers.custom_weights import bind_dims
 from ..layers.weight import Weight
 from .core import eager_operand, is_symbolic, keras_array, not_in_model, op_name, result, where
@@ -27,7 +27,7 @@ PLANNED = ("a tensor times a (K, N) weight from add_weight over the tensor's las
 
 
 def _times_weight(function, x, weight):
-    """x (..., K) times weight (K, N): Dense for 2D x, else BatchedMatmul's weight form."""
+    """x (..., K) times weight (K, N): DenseOp for 2D x, else BatchedMatmulOp's weight form."""
     if len(weight.shape) != 2 or len(x.shape) < 2:
         not_in_model(function, f"of shapes {x.shape} and {weight.shape}; planned: {PLANNED}")
     if x.shape[-1] != weight.shape[0]:
@@ -35,9 +35,9 @@ def _times_weight(function, x, weight):
                          f"{weight.shape} do not fit ({x.shape[-1]} != {weight.shape[0]})")
     owner, short = weight.path.rsplit("/", 1)
     if len(x.shape) == 2:
-        op = Dense(owner, weight.shape[1], None, use_bias=False, kernel_name=short)
+        op = DenseOp(owner, weight.shape[1], None, use_bias=False, kernel_name=short)
     else:
-        op = BatchedMatmul(owner, x.data_format, weight=(short, weight.shape))
+        op = BatchedMatmulOp(owner, x.data_format, weight=(short, weight.shape))
     dims, tag = op.parameter_dims(x.dims)[short]
     bind_dims(weight, dims, tag, where())
     return apply(op, x)
@@ -47,7 +47,7 @@ def _times_tensor(function, a, b, transpose_b=False):
     """(..., M, K) x (..., K, N) (or (..., N, K) read transposed), batched."""
     if len(a.shape) < 3 or len(a.shape) != len(b.shape) or a.data_format != b.data_format:
         not_in_model(function, f"of shapes {a.shape} and {b.shape}; planned: {PLANNED}")
-    op = BatchedMatmul(op_name(function), a.data_format, transpose_b=transpose_b)
+    op = BatchedMatmulOp(op_name(function), a.data_format, transpose_b=transpose_b)
     try:
         op.output_dims([a.dims, b.dims])
     except ValueError as error:

@@ -1,10 +1,10 @@
 """keras.ops.nn: the activations (also at keras.ops' top level) and softmax / log_softmax,
-which run inside a model as the engine's Softmax op over the Keras axis."""
+which run inside a model as the engine's SoftmaxOp over the Keras axis."""
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.softmax import Softmax
+from ...ops.softmax import SoftmaxOp
 from .convolution import conv  # noqa: F401 (keras.ops.nn.conv)
 from .core import keras_array, op_name, result
 from .elementwise import (  # noqa: F401 (keras.ops.nn.*)
@@ -30,7 +30,7 @@ from .shapes import one_hot  # noqa: F401 (keras.ops.nn.one_hot)
 
 def softmax(x, axis=-1):
     if isinstance(x, SymbolicTensor):
-        return apply(Softmax(op_name("softmax"), axis, "softmax"), x)
+        return apply(SoftmaxOp(op_name("softmax"), axis, "softmax"), x)
     array = keras_array(x)
     shifted = np.exp(array - np.max(array, axis=axis, keepdims=True))
     return result(shifted / np.sum(shifted, axis=axis, keepdims=True), True)
@@ -38,6 +38,6 @@ def softmax(x, axis=-1):
 
 def log_softmax(x, axis=-1):
     if isinstance(x, SymbolicTensor):
-        return apply(Softmax(op_name("log_softmax"), axis, "log_softmax"), x)
+        return apply(SoftmaxOp(op_name("log_softmax"), axis, "log_softmax"), x)
     array = keras_array(x)
     return result(array - logsumexp(array, axis=axis, keepdims=True), True)

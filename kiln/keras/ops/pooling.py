@@ -1,11 +1,11 @@
 """keras.ops.max_pool / average_pool over the two spatial axes of an image tensor: numpy
-eagerly, the engine's Pooling2D op (oneDNN pooling) inside a model. Average pooling with
+eagerly, the engine's Pooling2DOp (oneDNN pooling) inside a model. Average pooling with
 'same' padding divides by the number of values inside the image, as Keras does."""
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.pooling import Pooling2D
+from ...ops.pooling import Pooling2DOp
 from .. import backend
 from .core import keras_array, not_in_model, op_name, result, where
 
@@ -70,7 +70,7 @@ def _pool(mode, function):
                 not_in_model(function, f"on shape {inputs.shape}; 2D pooling of a 4D image "
                                        "tensor is planned")
             inputs.read_as(data_format, where())
-            return apply(Pooling2D(op_name(function), mode, size, step, padding), inputs)
+            return apply(Pooling2DOp(op_name(function), mode, size, step, padding), inputs)
         return _eager(mode, inputs, size, step, padding, data_format == "channels_last")
 
     run.__name__ = function

@@ -1,19 +1,19 @@
 """keras.ops reductions: sum, mean, max, min, var, std, logsumexp over any axes, keepdims.
 
 Inside a model (never over the batch axis): a mean or max over the spatial axes of an image
-is the engine's global pooling; other sums and means are its AxisReduction (oneDNN reduction,
-a broadcast back in backward), followed by a Reshape when Keras drops the axes; var and std
+is the engine's global pooling; other sums and means are its AxisReductionOp (oneDNN reduction,
+a broadcast back in backward), followed by a ReshapeOp when Keras drops the axes; var and std
 are composed from them (mean of the squared deviation from the mean). max and min over other
-axes are its AxisReduction too, and logsumexp is composed (the max shift included); prod has
+axes are its AxisReductionOp too, and logsumexp is composed (the max shift included); prod has
 no engine op yet and is refused by name.
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.axis_reduction import AxisReduction
-from ...ops.global_pooling import GlobalPooling2D
-from ...ops.reshape import Reshape
+from ...ops.axis_reduction import AxisReductionOp
+from ...ops.global_pooling import GlobalPooling2DOp
+from ...ops.reshape import ReshapeOp
 from .core import (
     in_traced_loss,
     keras_array,
@@ -33,9 +33,9 @@ def _symbolic(name, mode, x, axis, keepdims):
         not_in_model(name, f"over the batch axis (axes {axes} of {x.shape})")
     if len(x.dims) == 4 and sorted(logical[a] for a in axes) == [2, 3] and mode in ("avg",
                                                                                      "max"):
-        return apply(GlobalPooling2D(op_name(name), mode, keepdims=bool(keepdims)), x)
-    reduced = apply(AxisReduction(op_name(name), "mean" if mode == "avg" else mode,
-                                  [logical[a] for a in axes]), x)
+        return apply(GlobalPooling2DOp(op_name(name), mode, keepdims=bool(keepdims)), x)
+    reduced = apply(AxisReductionOp(op_name(name), "mean" if mode == "avg" else mode,
+                                    [logical[a] for a in axes]), x)
     if keepdims:
         return reduced
     target = [d for i, d in enumerate(x.shape) if i not in axes][1:]
@@ -44,7 +44,7 @@ def _symbolic(name, mode, x, axis, keepdims):
     if not 1 <= len(target) <= 3:
         not_in_model(name, f"over axes {axes} of {x.shape} without keepdims (a result of "
                            f"rank {len(target) + 1}; use keepdims=True)")
-    return apply(Reshape(op_name(name), target, reduced.data_format), reduced)
+    return apply(ReshapeOp(op_name(name), target, reduced.data_format), reduced)
 
 
 def _variance(name, x, axis, keepdims):
@@ -70,7 +70,7 @@ def _logsumexp_symbolic(x, axis, keepdims):
     if not 1 <= len(target) <= 3:
         not_in_model("logsumexp", f"over axes {axes} of {x.shape} without keepdims (a "
                                   f"result of rank {len(target) + 1}; use keepdims=True)")
-    return apply(Reshape(op_name("logsumexp"), target, out.data_format), out)
+    return apply(ReshapeOp(op_name("logsumexp"), target, out.data_format), out)
 
 
 def _reduction(name, numpy_function, mode=None, float_result=False):

@@ -3,17 +3,17 @@ concatenate, cast, ones_like / zeros_like, one_hot, convert_to_tensor (slicing, 
 stack: slicing.py).
 
 Inside a model the batch axis stays where it is: reshape / expand_dims / squeeze are the
-engine's Reshape, transpose its Permute, concatenate its Concatenate (on the logical axis of
+engine's ReshapeOp, transpose its PermuteOp, concatenate its ConcatenateOp (on the logical axis of
 the Keras axis).
 """
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.concatenate import Concatenate
-from ...ops.permute import Permute
-from ...ops.reshape import Reshape
-from ...ops.unary import Unary
+from ...ops.concatenate import ConcatenateOp
+from ...ops.permute import PermuteOp
+from ...ops.reshape import ReshapeOp
+from ...ops.unary import UnaryOp
 from .core import (
     is_symbolic,
     keras_array,
@@ -35,7 +35,7 @@ def _reshape_symbolic(name, x, shape):
         keras_axes_to_logical(x)  # refuses a flattened tensor with the usual message
     if not 1 <= len(target) <= 3:
         not_in_model(name, f"a result of rank {len(target) + 1} (ranks 2 to 4 are planned)")
-    return apply(Reshape(op_name(name), target, x.data_format, x.flattened), x)
+    return apply(ReshapeOp(op_name(name), target, x.data_format, x.flattened), x)
 
 
 def reshape(x, newshape):
@@ -49,8 +49,8 @@ def transpose(x, axes=None):
         if axes is None or int(axes[0]) != 0:
             not_in_model("transpose", "a permutation that moves the batch axis")
         keras_axes_to_logical(x)
-        return apply(Permute(op_name("transpose"), [int(a) for a in axes[1:]],
-                             x.data_format), x)
+        return apply(PermuteOp(op_name("transpose"), [int(a) for a in axes[1:]],
+                               x.data_format), x)
     return result(np.transpose(keras_array(x), axes))
 
 
@@ -89,7 +89,7 @@ def concatenate(xs, axis=0):
         if keras_axis == 0:
             not_in_model("concatenate", "along the batch axis")
         logical = keras_axes_to_logical(xs[0])[keras_axis]
-        return apply(Concatenate(op_name("concatenate"), logical), list(xs))
+        return apply(ConcatenateOp(op_name("concatenate"), logical), list(xs))
     return result(np.concatenate([keras_array(x) for x in xs], axis=axis))
 
 
@@ -114,7 +114,7 @@ def _like(name, value):
         if isinstance(x, SymbolicTensor):
             if dtype not in (None, "float32"):
                 not_in_model(name, f"dtype {dtype!r} (tensors in a model are float32)")
-            return apply(Unary(op_name(name), "linear", 0.0, value), x)
+            return apply(UnaryOp(op_name(name), "linear", 0.0, value), x)
         array = keras_array(x)
         return np.full_like(array, value, dtype=dtype or array.dtype)
 

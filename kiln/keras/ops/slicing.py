@@ -1,10 +1,10 @@
 """keras.ops slicing (x[...], keras.ops.slice), split and stack.
 
 Inside a model, along the non-batch axes with static bounds: a window of ints and basic
-slices of step 1 (Ellipsis too) is the engine's Slice (a oneDNN reorder of the sub-block,
+slices of step 1 (Ellipsis too) is the engine's SliceOp (a oneDNN reorder of the sub-block,
 backward the gradient written into a zeroed buffer; see kiln/ops/slice.py) on the logical axes
-of the Keras axes; an int index drops its axis afterwards (a Reshape). split is several
-slices; stack is expand_dims of each tensor (Reshape) and one Concatenate. The batch axis is
+of the Keras axes; an int index drops its axis afterwards (a ReshapeOp). split is several
+slices; stack is expand_dims of each tensor (ReshapeOp) and one ConcatenateOp. The batch axis is
 always taken whole; steps, new axes (None) and tensor indices are refused by name.
 """
 
@@ -13,7 +13,7 @@ import builtins
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.slice import Slice
+from ...ops.slice import SliceOp
 from .core import (
     is_symbolic,
     keras_array,
@@ -75,7 +75,7 @@ def _getitem_symbolic(x, key):
         starts[logical[axis]], sizes[logical[axis]] = start, size
     if all(sizes[logical[a]] == shape[a] for a in range(1, len(shape))):
         return x
-    out = apply(Slice(op_name("slice"), starts, sizes), x)
+    out = apply(SliceOp(op_name("slice"), starts, sizes), x)
     if len(kept) != len(shape):  # int indices drop their axes
         out = _reshape_symbolic("getitem", out, kept)
     return out

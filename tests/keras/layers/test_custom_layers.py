@@ -26,7 +26,7 @@ SGD = ("sgd",)
 
 
 def _needs_broadcast_op():
-    pytest.importorskip("kiln.ops.broadcast", reason="the engine's BroadcastBinary op")
+    pytest.importorskip("kiln.ops.broadcast", reason="the engine's BroadcastBinaryOp")
 
 
 def unary_layer(K):
@@ -112,7 +112,7 @@ def linear_layer(K):
 
 def power_layer(K):
     class Power(K.layers.Layer):
-        """Tensor ** weight and tensor ** tensor (the engine's BroadcastBinary power)."""
+        """Tensor ** weight and tensor ** tensor (the engine's BroadcastBinaryOp power)."""
 
         def build(self, input_shape):
             self.exponent = self.add_weight(shape=(input_shape[-1],), initializer="ones",
@@ -258,7 +258,7 @@ def test_get_config_of_a_subclass_without_one_is_its_arguments_as_keras():
     assert configs[0] == configs[1]
 
 
-# -- weights and tensors as broadcast operands (the engine's BroadcastBinary) ---------------------
+# -- weights and tensors as broadcast operands (the engine's BroadcastBinaryOp) -------------------
 def scale_and_bias_layer(K):
     class ScaleAndBias(K.layers.Layer):
         """A 2x2 convolution with its own kernel, then a learned per-channel scale

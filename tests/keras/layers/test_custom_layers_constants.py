@@ -52,7 +52,7 @@ def test_numpy_constants_in_call_train_as_keras(data_format):
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
 
     ours, _ = check_against_keras(build, optimizers=("sgd", "adam"), steps=2)
-    assert "BroadcastBinary" in [type(op).__name__ for op in ours.ops]
+    assert "BroadcastBinaryOp" in [type(op).__name__ for op in ours.ops]
 
 
 def test_a_constant_with_the_batch_axis_is_refused_by_name():

@@ -61,6 +61,6 @@ def test_scale_and_shift_folded_into_convolutions_in_sub_batches_train_as_keras(
 
     ours, _ = check_against_keras(build, optimizers=("sgd", "adam"), steps=2)
     kinds = [type(op).__name__ for op in ours.ops]
-    assert kinds.count("Conv2DChannelAffine") == 2, kinds
+    assert kinds.count("Conv2DChannelAffineOp") == 2, kinds
     ours.compile(optimizer="sgd", loss="categorical_crossentropy")
     assert ours._plan(True, 6).sub_batch == 2  # as the training checks' plans (6 samples)

@@ -93,21 +93,21 @@ def test_from_logits_after_a_softmax_is_not_fused():
 
 
 def test_softmax_op_over_the_last_axis_is_fused_too():
-    """keras.layers.Softmax plans a Softmax op (not an Activation): fused all the same."""
+    """keras.layers.Softmax plans a SoftmaxOp (not an ActivationOp): fused all the same."""
     from kiln.graph.symbolic import SymbolicTensor
     from kiln.graph.topology import Graph
-    from kiln.ops import Dense
+    from kiln.ops import DenseOp
     from kiln.ops.losses import CategoricalCrossentropyHead
-    from kiln.ops.softmax import Softmax
+    from kiln.ops.softmax import SoftmaxOp
     from kiln.plan.parameters import ParameterStore
     from kiln.plan.step_plan import StepPlan
     from kiln.runtime.optimizers import SGDUpdater
 
     store = ParameterStore()
-    dense = Dense("dense", 3)
+    dense = DenseOp("dense", 3)
     shapes = {"kernel": (5, 3), "bias": (3,)}  # Keras layouts
     for key, (dims, tag) in dense.parameter_dims((4, 5)).items():
         store.add(f"dense/{key}", dims, tag, np.zeros(shapes[key], np.float32))
-    graph = Graph.chain([dense, Softmax("softmax")], SymbolicTensor((None, 5)))
+    graph = Graph.chain([dense, SoftmaxOp("softmax")], SymbolicTensor((None, 5)))
     plan = StepPlan(graph, 4, store, CategoricalCrossentropyHead("cce"), SGDUpdater(0.1))
     assert plan.heads[0].fused and "softmax softmax" not in plan.describe()
