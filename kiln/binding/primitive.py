@@ -1,7 +1,8 @@
 """Primitive descriptors, ready-to-run primitives cached by shape and attributes, and bound calls.
 
 A `BoundCall` is one entry of a step plan: a primitive plus its pre-built `dnnl_exec_arg_t[]`
-array, so running it from Python is a single ctypes call (about 2 us).
+array, so running it from Python is a single ctypes call (its cost: docs/performance.md,
+'Decisions and their measurements').
 """
 
 import ctypes
@@ -181,11 +182,11 @@ class PrimitiveCache:
     """Ready-to-run primitives keyed by (kind, layouts, attributes), at most `capacity` of
     them, the least recently used dropped first.
 
-    Creating a convolution's primitives costs 0.3-3.4 ms; a plan for another batch size or a
-    second model with the same shapes reuses them. The keys hold the batch size, so without a
-    bound every batch size ever seen would keep its primitives; a dropped primitive lives on
-    in the plans that run it. Safe to use from several threads (plans of two models may be
-    built at once).
+    Creating a convolution's primitives is costly (docs/performance.md, 'Decisions and their
+    measurements'); a plan for another batch size or a second model with the same shapes
+    reuses them. The keys hold the batch size, so without a bound every batch size ever seen
+    would keep its primitives; a dropped primitive lives on in the plans that run it. Safe to
+    use from several threads (plans of two models may be built at once).
     """
 
     def __init__(self, capacity=DEFAULT_CAPACITY):

@@ -9,7 +9,8 @@ The gradients a plan computes already lie in one contiguous arena (plan/paramete
 trainable ones first; `GradientBuckets` cuts that prefix into a few large views and sums each
 across the ranks in place with one blocking `Allreduce`. (A non-blocking Iallreduce started
 while backward still runs only pays when a spare core or the network card progresses it;
-on the 2-core machine this was written on it did not, so the blocking path is the one used.)
+on the machine measured it did not (docs/performance.md, 'Decisions and their measurements'),
+so the blocking path is the one used.)
 """
 
 import os

@@ -1,14 +1,15 @@
 """Name a rank that dies without a word (SIGKILL, the OOM killer, a crash) by its rank number.
 
 A rank that raises says who it is (the excepthook of distribution_lib). A rank that is killed
-cannot, and the others cannot either. Measured with MPICH 5.0.2's Hydra: the proxy that
-started the ranks notices the death at once (SIGCHLD; holding the dead rank's stdout and
-stderr open delays nothing) and sends SIGKILL to every other rank's process group about 5 ms
-later: no SIGTERM first, no grace period, no MPI call returns an error. So no signal handler
-and no thread inside a surviving rank gets to run. And mpiexec's own report ("BAD
-TERMINATION ... PID 1234 RUNNING AT host ... Killed (signal 9)") names a PID, not a rank, and
-not always the killed one: in 2 of 6 runs it named the surviving rank its clean-up had
-killed. So `kiln launch` cannot translate that PID into the rank either.
+cannot, and the others cannot either. Measured with MPICH 5.0.2's Hydra (figures in
+docs/performance.md, 'Decisions and their measurements'): the proxy that started the ranks
+notices the death at once (SIGCHLD; holding the dead rank's stdout and stderr open delays
+nothing) and right after sends SIGKILL to every other rank's process group: no SIGTERM
+first, no grace period, no MPI call returns an error. So no signal handler and no thread
+inside a surviving rank gets to run. And mpiexec's own report ("BAD TERMINATION ... PID 1234
+RUNNING AT host ... Killed (signal 9)") names a PID, not a rank, and not always the killed
+one: in some runs it named the surviving rank its clean-up had killed. So `kiln launch`
+cannot translate that PID into the rank either.
 
 The watching is done from outside the ranks instead. At data-parallel start-up the ranks of
 each node exchange their PIDs and the node's first rank starts one small watcher process
@@ -24,11 +25,11 @@ normal exit marks it at exit, kiln's MPI_Abort before aborting), writes on stder
 Only the rank that began to die first is reported: the later ones are Hydra's clean-up. The
 order is epoll's: it hands the ready descriptors back in the order they became ready, so a
 watcher scheduled late on a loaded machine still sees the killed rank first. The pidfds
-alone were not enough: with three busy loops on two cores, poll() on pidfds named a rank
-Hydra had killed in 3 runs of 20, epoll on pidfds in 1 of 30 (that rank's pidfd was ready
-13 ms before the killed one's; presumably Hydra learnt of the death from the rank's sockets,
-which close before the process is fully gone). A rank's FIFO closes at that same early point
-of its exit, before Hydra can react: with it, 100 runs of 100 named the killed rank.
+alone were not enough: on a loaded machine, poll() or epoll on pidfds sometimes named a rank
+Hydra had killed (that rank's pidfd was ready before the killed one's; presumably Hydra learnt
+of the death from the rank's sockets, which close before the process is fully gone). A rank's
+FIFO closes at that same early point of its exit, before Hydra can react: with it, every run
+named the killed rank.
 The watcher inherits the first rank's stderr, a pipe Hydra reads until every writer has
 closed it, so the line goes out through mpiexec whichever way the job was started (`kiln
 launch`, `mpiexec python script.py`, `mpiexec python -m mpi4py script.py`); the watcher

@@ -4,7 +4,8 @@ The primitive normalizes over every logical dim but 1 (the channels) in any layo
 ones included, so it runs in the layout its input already has: no reorder on either pass, and
 the output comes in that same layout for the next op. The one exception is a layout oneDNN
 serves only with its reference kernel (nChw16c on a CPU without AVX-512): that one is reordered
-to nhwc, hundreds of times cheaper than the reference kernel.
+to nhwc, far cheaper than the reference kernel (docs/performance.md, 'Decisions and their
+measurements').
 
 Training plans use forward_training: the batch mean and (biased, as Keras' `ops.moments`)
 variance go to plan buffers that backward reads again, and Keras 3's update
@@ -121,8 +122,8 @@ class BatchNormOp(Op):
         fwd = self._forward_primitive(builder, desc, flags)
         if fwd.pd.implementation.startswith("ref:"):
             # oneDNN serves some layouts (nChw16c without AVX-512, nChw4c) only with its
-            # reference kernel: 0.4-0.5 s for a 128x16x32x32 forward on an AVX2 CPU, where a
-            # reorder to nhwc and the optimized kernel take 1-2 ms.
+            # reference kernel; a reorder to nhwc and the optimized kernel cost a small
+            # fraction of it (docs/performance.md, 'Decisions and their measurements').
             plain = MemoryDesc.with_tag(x.dims, desc.data_type,
                                         dnnl.acdb if len(x.dims) == 4 else dnnl.ab)
             candidate = self._forward_primitive(builder, plain, flags)
@@ -209,9 +210,9 @@ class BatchNormOp(Op):
     def _update_moving(self, builder, stat_desc, batch_statistics):
         """moving = moving * momentum + batch * (1 - momentum), in place, after the forward.
 
-        One `sum` call per statistic (~2 us each): a numba kernel would need the arena's numpy
-        views, which packing replaces after planning, and one call for both statistics costs
-        about as much to dispatch (~2.5 us)."""
+        One `sum` call per statistic: a numba kernel would need the arena's numpy views, which
+        packing replaces after planning, and one call for both statistics costs about as much
+        to dispatch (docs/performance.md, 'Decisions and their measurements')."""
         momentum = self.momentum
         sum_primitive = builder.primitive(
             ("bnorm moving sum", layout_key(stat_desc), momentum),

@@ -15,8 +15,9 @@ Forward: one oneDNN binary call with the full-size operand as src0 in its own la
 from a conv or plain) and the other as src1 in the layout the primitive picks for it (so a
 per-channel bias onto nChw8c is read as 8-lane blocks too); swapped for commutative ops when
 x0 is the broadcast one (subtract swaps with a fused `* -1`). oneDNN 3.2 has only its
-reference kernel (100x slower) for many broadcast patterns, and none for both operands
-broadcasting: those run broadcast_kernels.elementwise_kernel, on the layout as it is.
+reference kernel, far slower, for many broadcast patterns (docs/performance.md, 'Decisions and
+their measurements'), and none for both operands broadcasting: those run
+broadcast_kernels.elementwise_kernel, on the layout as it is.
 A per-channel parameter added to or multiplying nhwc or nchw data (a custom layer's bias or
 scale after a conv) runs ChannelAffineOp's numba forward instead, measured faster than the
 binary's jit kernel on those layouts (channel_affine.plain_4d), a large output written with

@@ -5,17 +5,18 @@ they are (nhwc, nchw, oneDNN's blocked nChw8c / nChw16c) without a reorder:
 
 - `elementwise_kernel`: out = f(x, y, z) element by element, each operand read through its
   own strides (stride 0 on a broadcast axis). oneDNN's binary primitive has only its
-  reference kernel (100x slower) for many broadcast patterns (e.g. (1, C, H, 1) onto
+  reference kernel, far slower, for many broadcast patterns (e.g. (1, C, H, 1) onto
   (N, C, H, W)), none for both operands broadcasting, and none for the local derivatives of
   divide / maximum / minimum.
 - `reduce_kernel`: the sum of a gradient (optionally times a second array, the local
   derivative of multiply) over the broadcast axes. Per-thread partial sums, then one pass
-  adding them up. Chosen over oneDNN 3.2's reduction primitive by a micro-timing of the
-  per-channel sum of a 128x64x24x24 float32 gradient (bias gradient) on a 2-core AVX2 EPYC,
-  one thread, loaded machine: oneDNN picks its reference kernel ("ref:any") for nhwc, nchw
-  and nChw8c alike, 370-840 ms; this kernel takes 1.2-1.9 ms (10-16 GB/s of reads) in all
-  three. oneDNN has a jit reduction only over the innermost dims of plain layouts
-  (nchw -> (N, C, 1, 1)), not for a bias gradient in the layouts kiln's convolutions use.
+  adding them up. Chosen over oneDNN 3.2's reduction primitive, which picks its reference
+  kernel ("ref:any") for a per-channel sum (a bias gradient) in nhwc, nchw and nChw8c alike:
+  this kernel is far faster in all three. oneDNN has a jit reduction only over the innermost
+  dims of plain layouts (nchw -> (N, C, 1, 1)), not for a bias gradient in the layouts kiln's
+  convolutions use.
+
+Both decisions' measurements: docs/performance.md, 'Decisions and their measurements'.
 
 `plan_axes` turns (layout, operand dims) into the kernels' arguments: the physical axes of the
 iteration space in memory order, adjacent axes merged where every operand allows, padded to

@@ -49,15 +49,8 @@ def plain_4d(desc):
     """Whether `desc` is a plain 4D layout (nhwc, nchw). There the numba forward_kernel beats
     oneDNN 3.2's binary (jit:uni), whose per-channel broadcast reloads the operand for every
     64-float row of nhwc, and which writes a large output with ordinary stores where the
-    kernel streams it (streaming_stores.py). x * scale + shift (with or without the relu)
-    onto 64 channels, 2-core AMD EPYC Zen 4 (AVX-512), medians of 100-500 alternating calls,
-    numba against oneDNN:
-    - nhwc 32x64x24x24 (4.7 MB): 0.066-0.081 against 0.27-0.29 ms; 128x64x24x24 (18.9 MB,
-      streamed): 0.71-0.76 against 0.82-1.14 ms.
-    - nchw 8x64x24x24 (1.2 MB): 0.036-0.041 against 0.034-0.038 ms (even); 32x64x24x24:
-      0.083-0.087 against 0.102-0.113 ms; 128x64x24x24: 0.75-0.81 against 0.90-0.92 ms.
-    On the blocked layouts oneDNN is as fast or faster (nChw16c, 128x64x24x24: 0.69-0.71
-    against 0.76 ms)."""
+    kernel streams it (streaming_stores.py). On the blocked layouts oneDNN is as fast or
+    faster. Measurements: docs/performance.md, 'Decisions and their measurements'."""
     key = layout_key(desc)
     return len(desc.dims) == 4 and len(key) == 6 and key[4] == () \
         and physical_axes(desc) is not None
@@ -203,7 +196,8 @@ class ChannelAffineOp(Op):
         grad = builder.reorder(output_grad, desc, f"{self.name} gradient to layout",
                                backward=True)
         # a buffer of its own, not dy's: with dx and dy the same array, LLVM's run-time alias
-        # check sends the loop to its scalar version (3-4x slower, measured on nChw8c / nhwc)
+        # check sends the loop to its scalar version (several times slower:
+        # docs/performance.md, 'Decisions and their measurements')
         input_grad = builder.allocate(desc)
         channels = self.operand_dims[1]
         targets = []

@@ -22,9 +22,9 @@ from .tensor import Tensor
 
 # Convolutions keep no workspace, so inference plans may use the training kind too. Which kind
 # is faster depends on the CPU: on an AVX-512 Xeon oneDNN 3.2 picks a slower kernel for some
-# small forward_inference convs (cifar10_cnn's 64->64 on 15x15: 1.8 ms as inference, 1.2 ms
-# as training); on an AVX2 EPYC forward_inference picks brgconv kernels (ResNet-20 inference
-# 97.9 against 106.8 ms per batch of 128, cifar10_cnn and mnist_cnn equal within 2%).
+# small forward_inference convs, so inference plans there use forward_training; on an AVX2
+# EPYC forward_inference picks brgconv kernels, and inference plans use it (forward_kind).
+# Measurements: docs/performance.md, 'Decisions and their measurements'.
 FORWARD = dnnl.forward_training
 _avx512 = []
 
@@ -210,7 +210,8 @@ class Conv2DOp(Op):
         if residual is not None:
             # the sum post-op accumulates into dst, so the residual must be in the layout the
             # convolution writes anyway. (A binary add post-op could read it in any layout but
-            # costs brgconv on AVX2 1.4 ms a call here, more than the add it saves.)
+            # costs brgconv on AVX2 more per call than the add it saves: docs/performance.md,
+            # 'Decisions and their measurements'.)
             preferred = forward(NONE).pd.md(dnnl.query_dst_md)
             residual_memory = builder.overwrite(builder.reorder(
                 residual.memory, preferred, f"{self.name} residual to layout"))

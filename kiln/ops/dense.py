@@ -77,7 +77,8 @@ class DenseOp(Op):
 
         def backward_data(grad):
             # Reading the weights in forward's layout saves a per-step reorder of the kernel
-            # (0.8 ms for mnist_cnn's 9216x128 dense); let oneDNN choose only if it can't.
+            # (docs/performance.md, 'Decisions and their measurements'); let oneDNN choose
+            # only if it can't.
             return prefer(lambda: builder.primitive(*layer.backward_data(
                               src.desc, dst_any, fwd, fwd.pd.md(dnnl.query_weights_md))),
                           lambda: builder.primitive(*layer.backward_data(src.desc, dst_any,

@@ -35,7 +35,8 @@ def fill_keeps(first, count, salt, keep_threshold, words, out):
 
     Element i is kept when 16-bit half number i % 4 (in memory order) of splitmix64's
     finalizer of (i // 4) ^ salt is at or above the threshold: one hash decides four elements.
-    Hashing every element cost half of the fused pooling + dropout forward; the hashes go to
+    Hashing every element cost a large share of the fused pooling + dropout forward
+    (docs/performance.md, 'Decisions and their measurements'); the hashes go to
     `words` (uint64 scratch of at least count // 4 + 2) so both loops vectorize, and the
     compare stays on uint16 lanes. 16 bits put the drop rate within 2**-17 of `rate`.
     """

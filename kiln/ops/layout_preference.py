@@ -1,6 +1,7 @@
 """The one layout policy for primitives: run in the layouts kiln prefers (the forward's, the
 input's as it comes, the buffer's own) unless oneDNN would fall back to its reference kernel
-there, 10-100x slower than its jit kernels, while the alternative gets a real one.
+there, far slower than its jit kernels (docs/performance.md, 'Decisions and their
+measurements'), while the alternative gets a real one.
 
 oneDNN 3.2 picks a kernel per layout and CPU: a strided depthwise convolution's backward-data
 in the blocked layouts of its forward, binary ops in nChw16c without AVX-512, sums over padded

@@ -29,8 +29,9 @@ from .numba_config import PARALLEL, get_thread_id, njit, prange
 
 # Indices are cast to unsigned before subscripting: numba wraps negative indices around, and
 # that check turns the contiguous loads and stores of these loops into gathers and scatters
-# (3x slower). Each tensor is walked as slabs (one image and block of channels) of
-# rows x columns x lanes, lanes being the contiguous channels (16 in nChw16c, C in nhwc).
+# (several times slower: docs/performance.md, 'Decisions and their measurements'). Each
+# tensor is walked as slabs (one image and block of channels) of rows x columns x lanes,
+# lanes being the contiguous channels (16 in nChw16c, C in nhwc).
 U = np.uint64
 
 
@@ -94,7 +95,8 @@ def max_pool_dropout_backward_kernel(grad_out, codes, grad_in, geometry, scale, 
             code = codes[first:first + out_row]
             grad = grad_out[first:first + out_row]
             top = slab * in_slab + 2 * oh * row
-            # one input row at a time: storing to both rows in one loop runs 2x slower
+            # one input row at a time: storing to both rows in one loop runs slower
+            # (docs/performance.md, 'Decisions and their measurements')
             for half in range(2):
                 target = grad_in[top + half * row:top + (half + 1) * row]
                 for ow in range(out_w):

@@ -94,11 +94,12 @@ def add_call(builder, make, args, label, backward=False, keeps_zeros=True):
     """Bind `make(desc)` (a primitive for layout desc) to `args` (Memories all in one layout)
     and add it to the forward (or backward) list.
 
-    oneDNN 3.2 has only its reference kernel, 100x slower, for some element-wise primitives
-    in some layouts on some CPUs (binary in nChw16c without AVX-512, sums over a padded
-    block). Over buffers of one layout the work is element-wise, so it then runs on flat views
-    of the same bytes, when the primitive keeps a blocked layout's zero padding zero
-    (`keeps_zeros`: 0 op 0 = 0, relu(0) = 0, but sigmoid(0) = 0.5).
+    oneDNN 3.2 has only its reference kernel, far slower (docs/performance.md, 'Decisions and
+    their measurements'), for some element-wise primitives in some layouts on some CPUs
+    (binary in nChw16c without AVX-512, sums over a padded block). Over buffers of one layout
+    the work is element-wise, so it then runs on flat views of the same bytes, when the
+    primitive keeps a blocked layout's zero padding zero (`keeps_zeros`: 0 op 0 = 0,
+    relu(0) = 0, but sigmoid(0) = 0.5).
     """
     desc = next(iter(args.values())).desc
     padded = desc.size != np.prod(desc.dims) * ITEMSIZE[desc.data_type]

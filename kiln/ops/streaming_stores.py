@@ -24,11 +24,9 @@ from .numba_config import SERIAL, intrinsic, njit, types
 
 VECTOR = 16  # floats in one 64-byte streaming store (a cache line)
 LINE_BYTES = 4 * VECTOR
-# Outputs from this size on are streamed. Measured on a 2-core AMD EPYC (Zen 4, 32 MiB L3):
-# the forward of a per-channel add on nhwc float32, its output read by a second one, the
-# pair timed (medians of 40), ordinary against streaming stores: 0.59-0.65 against
-# 0.88-0.96 ms at 9 MiB, 1.33-1.62 against 1.29-1.53 at 13.5 MiB, 2.2-2.4 against 1.9 at
-# 18 MiB, 3.5-3.7 against 2.8-3.0 at 27 MiB.
+# Outputs from this size on are streamed: below it ordinary stores were as fast or faster (the
+# output still in cache for the next op), above it streaming stores won. Measurements:
+# docs/performance.md, 'Decisions and their measurements'.
 STREAMING_BYTES = 16 << 20
 U = np.uint64  # unsigned indices: numba's negative-index wrap turns loads into gathers
 F = np.float32

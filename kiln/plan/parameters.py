@@ -96,7 +96,8 @@ class ParameterStore:
         else:
             # each model's primitives chose a layout of their own (e.g. for another batch
             # size): through the Keras layout, as oneDNN reorders between two blocked
-            # layouts about 10x slower than into and out of a plain one
+            # layouts far slower than into and out of a plain one (docs/performance.md,
+            # 'Decisions and their measurements')
             staging = self._staging.get(name)
             if staging is None:
                 staging = self._staging[name] = Memory(own.user_desc)

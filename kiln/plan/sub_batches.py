@@ -19,9 +19,9 @@ from ..binding.memory import MemoryDesc, layout_key
 from ..ops import Conv2DOp
 
 # Bytes of the largest activation of one sub-batch: with the call's input beside it, split over
-# the two cores, it stays inside each core's 2 MB L2. mnist_cnn gets 8 images (4 MB gave 16:
-# 0.2-0.4 ms slower per step in three same-process A/B pairs); cifar10_cnn gets 16 (its
-# whole batch of 32 measured the same).
+# the two cores, it stays inside each core's 2 MB L2. mnist_cnn gets 8 images (a 4 MB budget,
+# 16 images, was slower); cifar10_cnn gets 16 (its whole batch of 32 was no faster).
+# Measurements: docs/performance.md, 'Decisions and their measurements'.
 BUDGET_BYTES = 2 << 20
 # Fewer images than this per call and per-call costs (thread start, weight-gradient
 # reductions) outweigh what the caches save.

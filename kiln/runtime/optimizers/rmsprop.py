@@ -10,8 +10,8 @@ from .updater import Updater
 
 
 # The plain rule (no momentum, not centered; the default, and cifar10_cnn's) has a kernel of
-# its own: with the two options as runtime flags, numba's loop stopped vectorizing and took
-# 1.3-1.4 ms per step over 1.2M weights on one thread, against 0.36-0.39 ms without them.
+# its own: with the two options as runtime flags, numba's loop stopped vectorizing and ran
+# several times slower (docs/performance.md, 'Decisions and their measurements').
 @njit(**PARALLEL)
 def rmsprop_plain_kernel(w, g, velocity, scale, decay, clip, lr, rho, one_minus_rho, epsilon):
     for i in prange(w.size):

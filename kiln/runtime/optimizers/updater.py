@@ -6,7 +6,8 @@ global norm, Keras 3's weight decay and the update rule happen in a single pass.
 per-weight `clipnorm` (and weights excluded from weight decay) needs each weight's own factor:
 then the same kernel runs once per weight on views made when the arena was bound, after one
 parallel reduction per weight. (A per-element segment table or hand-made chunks inside one
-prange stopped numba from vectorizing: 3-10x slower than a plain prange.)
+prange stopped numba from vectorizing: several times slower than a plain prange, see
+docs/performance.md, 'Decisions and their measurements'.)
 
 Optimizer slots (Adam's moments, ...) are arenas of the same layout, keyed by Keras 3's slot
 names. They are re-laid out by weight name when the packing changes, and `get_state` /
