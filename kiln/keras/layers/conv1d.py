@@ -93,3 +93,7 @@ class Conv1D(Layer):
                 "use_bias": self.use_bias,
                 "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}
+
+
+Convolution1D = Conv1D  # Keras's other spelling
+__all__ = ["Conv1D", "Convolution1D"]

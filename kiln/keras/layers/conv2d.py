@@ -124,3 +124,7 @@ class Conv2D(Layer):
                 # Keras's convolutions always write the key, None when unset
                 "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}
+
+
+Convolution2D = Conv2D  # Keras's other spelling
+__all__ = ["Conv2D", "Convolution2D"]

@@ -103,3 +103,7 @@ class Conv2DTranspose(Layer):
                 "use_bias": self.use_bias,
                 "activity_regularizer": base.get("activity_regularizer"),
                 **self.weight_regularization_config()}
+
+
+Convolution2DTranspose = Conv2DTranspose  # Keras's other spelling
+__all__ = ["Conv2DTranspose", "Convolution2DTranspose"]

@@ -42,3 +42,7 @@ class GlobalMaxPooling2D(_GlobalPooling2D):
     Args: data_format, keepdims (default False)."""
 
     mode = "max"
+
+
+GlobalAvgPool2D, GlobalMaxPool2D = GlobalAveragePooling2D, GlobalMaxPooling2D  # other spellings
+__all__ = ["GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "GlobalMaxPooling2D"]

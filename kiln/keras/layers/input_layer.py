@@ -64,3 +64,6 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, 
     if dtype not in (None, "float32"):
         raise ValueError(f"{layer.context}: argument dtype must be 'float32', got {dtype!r}")
     return layer.output_tensor
+
+
+__all__ = ["Input", "InputLayer"]

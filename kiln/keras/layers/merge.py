@@ -151,3 +151,7 @@ minimum = _functional(Minimum, "`minimum([x, y])`: Minimum()([x, y]).")
 def concatenate(inputs, axis=-1, **kwargs):
     """`concatenate([x, y], axis=-1)`: Concatenate(axis)([x, y])."""
     return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+__all__ = ["Add", "Average", "Concatenate", "Maximum", "Minimum", "Multiply", "Subtract",
+           "add", "average", "concatenate", "maximum", "minimum", "multiply", "subtract"]

@@ -48,3 +48,7 @@ class AveragePooling2D(_Pooling2D):
     """Average pooling ('same' padding excludes the padded cells, as in Keras)."""
 
     mode = "avg"
+
+
+MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D  # Keras's other spellings
+__all__ = ["AveragePooling2D", "AvgPool2D", "MaxPool2D", "MaxPooling2D"]

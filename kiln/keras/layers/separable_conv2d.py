@@ -108,3 +108,7 @@ class SeparableConv2D(Layer):
                 else constraints.serialize(self.depthwise_constraint),
                 "pointwise_constraint": weights["kernel_constraint"],
                 "bias_constraint": weights["bias_constraint"]}
+
+
+SeparableConvolution2D = SeparableConv2D  # Keras's other spelling
+__all__ = ["SeparableConv2D", "SeparableConvolution2D"]

@@ -1,0 +1,45 @@
+"""`keras.layers` exports every layer its package defines, under Keras's names: a new layer is
+one file in kiln/keras/layers (nothing to register), and nothing else leaks into the API."""
+
+import importlib
+import pkgutil
+
+from keras_oracle import real_keras
+
+import kiln.keras.layers as layers
+
+EXPORTED = [
+    "Activation", "ActivityRegularization", "Add", "Average", "AveragePooling2D", "AvgPool2D",
+    "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+    "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping2D", "Dense",
+    "DepthwiseConv2D", "Dropout", "ELU", "Flatten", "GaussianDropout", "GaussianNoise",
+    "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "GlobalMaxPooling2D",
+    "Identity", "Input", "InputLayer", "Lambda", "Layer", "LeakyReLU", "MaxPool2D",
+    "MaxPooling2D", "Maximum", "Minimum", "Multiply", "Normalization", "PReLU", "Permute",
+    "ReLU", "Rescaling", "Reshape", "SeparableConv2D", "SeparableConvolution2D", "Softmax",
+    "SpatialDropout2D", "Subtract", "SyncBatchNormalization", "UpSampling2D", "ZeroPadding2D",
+    "add", "average", "concatenate", "maximum", "minimum", "multiply", "subtract",
+]
+KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
+
+
+def test_the_api_is_what_the_layer_modules_export():
+    assert sorted(layers.__all__) == sorted(EXPORTED)
+    for name in EXPORTED:
+        assert getattr(layers, name) is not None
+
+
+def test_every_public_layer_class_of_the_package_is_exported():
+    for info in pkgutil.iter_modules(layers.__path__):
+        module = importlib.import_module(f"kiln.keras.layers.{info.name}")
+        for name, value in vars(module).items():
+            if (isinstance(value, type) and issubclass(value, layers.Layer)
+                    and value.__module__ == module.__name__ and not name.startswith("_")):
+                assert getattr(layers, name) is value, f"{info.name}.{name} is not exported"
+
+
+def test_every_exported_name_is_a_keras_name():
+    keras = real_keras()
+    missing = [name for name in EXPORTED
+               if name not in KERAS_2_ONLY and not hasattr(keras.layers, name)]
+    assert missing == []
