@@ -29,9 +29,9 @@ from ..binding.engine import wait
 from ..binding.memory import Memory, MemoryDesc
 from ..graph.rules import fuse_heads
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
-from ..runtime.interrupts import interrupts_deferred
 from . import sub_batches
 from .builder import PlanBuilder
+from .interrupts import interrupts_deferred
 from .loss_plan import OutputLoss, plan_heads, resolve
 from .plan_inputs import kernels_read_inputs, use_input
 from .step_list import CallOwners, OwnedGradients, call_entries, update_entries
@@ -77,7 +77,7 @@ class StepPlan:
 
     `gradient_reducer`, when set, is called between backward and the optimizer update, with
     the step's gradients in `parameters.grads_arena` (data-parallel training sums them across
-    processes there, see runtime/collective.py).
+    processes there, see distributed/collective.py).
 
     `weighted`: whether a head's sample weights hold other values than ones (see
     set_sample_weights).

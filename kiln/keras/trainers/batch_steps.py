@@ -11,7 +11,7 @@ import numpy as np
 
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
-from ...runtime.interrupts import interrupts_deferred
+from ...plan.interrupts import interrupts_deferred
 
 
 def as_float32(loss):

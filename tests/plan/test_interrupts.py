@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kiln.runtime.interrupts import interrupts_deferred
+from kiln.plan.interrupts import interrupts_deferred
 
 
 def test_sigint_waits_for_the_body_then_raises_keyboard_interrupt():

@@ -16,7 +16,7 @@ Signal handlers can only be set from the main thread; elsewhere (a step run in a
 thread) SIGINT does not reach the step anyway, and nothing is changed.
 """
 
-import _signal  # the C functions: signal's wrappers convert to enums, 10x slower per step
+import _signal  # the C functions: signal's wrappers cost more per step (docs/performance.md)
 import signal
 import threading
 
