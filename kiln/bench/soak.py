@@ -50,6 +50,16 @@ def weights_hash(weights):
     return digest.hexdigest()[:16]
 
 
+def _backed_up_epoch(weights_path):
+    """The epoch counter BackupAndRestore stored in its weights file (0 before any backup)."""
+    if not os.path.exists(weights_path):
+        return 0
+    import h5py
+
+    with h5py.File(weights_path, "r") as h5_file:
+        return int(json.loads(h5_file.attrs["training_metadata"])["epoch"])
+
+
 def _data(samples):
     """Learnable synthetic images: the class is the quadrant with the brightest mean."""
     rng = np.random.default_rng(0)
@@ -76,16 +86,19 @@ def run_worker(folder, epochs, samples):
     ])
     model.compile(keras.optimizers.Adam(1e-3), "categorical_crossentropy", metrics=["accuracy"])
     log = open(os.path.join(folder, "events.jsonl"), "a", buffering=1, encoding="utf-8")
-    started = []
+    backup = os.path.join(folder, "backup")
 
     def write(event):
         log.write(json.dumps({"pid": os.getpid(), **event}) + "\n")
 
-    def on_epoch_begin(epoch, logs):
-        if not started:  # after BackupAndRestore has restored the weights and the epoch
-            started.append(epoch)
-            write({"event": "start", "epoch": epoch, "hash": weights_hash(model.get_weights()),
-                   "rss_kib": _resident_kib()})
+    def on_train_begin(logs):
+        # after BackupAndRestore has restored (its callback comes before this one): the
+        # weights it restored and the epoch it resumes at, read as it reads it, from the
+        # counter inside its weights file (a run killed after its last epoch resumes with
+        # nothing left to train, and still counts)
+        epoch = _backed_up_epoch(os.path.join(backup, "latest.weights.h5"))
+        write({"event": "start", "epoch": epoch, "hash": weights_hash(model.get_weights()),
+               "rss_kib": _resident_kib()})
 
     def on_epoch_end(epoch, logs):
         # written before the checkpoints below: a kill between the two loses this epoch's
@@ -94,10 +107,10 @@ def run_worker(folder, epochs, samples):
                "rss_kib": _resident_kib(), "loss": float(logs["loss"]), "time": time.time()})
 
     callbacks = [
-        keras.callbacks.LambdaCallback(on_epoch_begin=on_epoch_begin, on_epoch_end=on_epoch_end),
+        keras.callbacks.LambdaCallback(on_epoch_end=on_epoch_end),
         keras.callbacks.ModelCheckpoint(os.path.join(folder, "model.keras")),
-        keras.callbacks.BackupAndRestore(os.path.join(folder, "backup"),
-                                         delete_checkpoint=False),
+        keras.callbacks.BackupAndRestore(backup, delete_checkpoint=False),
+        keras.callbacks.LambdaCallback(on_train_begin=on_train_begin),
     ]
     model.fit(x, y, batch_size=32, epochs=epochs, shuffle=False, verbose=0,
               callbacks=callbacks)

@@ -148,16 +148,38 @@ def update_entries(plan):
                                  reducer, None, "collective", "allreduce"))
     if plan._penalties:
         entries.append(StepEntry("weight penalties", "update" if plan.training else "loss",
-                                 "weight penalties", plan._apply_penalties, None,
+                                 "weight penalties", _penalties_run(plan._penalties, plan._penalty),
+                                 None,
                                  "numba kernel", "weight penalties"))
     if plan.training and plan.parameters.trainable_size:
         name = type(plan.optimizer).__name__.removesuffix("Updater") or "optimizer"
-        entries.append(StepEntry("optimizer update", "update", "optimizer", plan._update, None,
+        entries.append(StepEntry("optimizer update", "update", "optimizer",
+                                 _optimizer_run(plan.optimizer, plan.parameters), None,
                                  "numba kernel", name))
     if plan.training and plan._constraints:
         entries.append(StepEntry("constraints", "update", "constraints",
                                  plan._constraints.apply, None, "numba kernel", "constraints"))
     return entries
+
+
+# The update entries run closures over what they use, not bound methods of the plan: a plan
+# holding its own bound method is a reference cycle, and a plan dropped from a model's cache
+# would keep its whole arena until the garbage collector ran.
+def _penalties_run(penalties, box):
+    """The weight penalties' entry: their sum (into `box`) joins the reported loss and, in
+    training, their gradients the gradient arena."""
+    def apply_penalties():
+        box[0] = penalties.apply()
+    return apply_penalties
+
+
+def _optimizer_run(optimizer, store):
+    """The optimizer over the trainable weights, given as segments of the arenas (frozen
+    weights and state are packed after them; a repacking may change them between steps)."""
+    def update():
+        if store.trainable_size:
+            optimizer.apply(store.values_arena, store.grads_arena, store.trainable_segments())
+    return update
 
 
 class OwnedGradients(GradientMap):

@@ -220,7 +220,7 @@ class StepPlan:
         # (evaluation too); the weights' penalty gradients join the arena before the update,
         # and constraints project the weights after it
         self.penalties.extend(builder.loss_terms)
-        self._penalty = 0.0
+        self._penalty = [0.0]  # the weight penalties' sum, written by their entry
         self._penalties = WeightPenalties(parameters, gradients=self.training)
         self._constraints = WeightConstraints(parameters, CONSTRAINT_EPSILON) \
             if self.training else None
@@ -295,7 +295,7 @@ class StepPlan:
             total += weight * head[0]
         for penalty in self.penalties:
             total += penalty[0]
-        stats[0] = total + self._penalty
+        stats[0] = total + self._penalty[0]
         stats[1] = self._head_stats[0][1] / len(self.labels)
         return stats
 
@@ -380,19 +380,6 @@ class StepPlan:
         for run in self._runs:
             run()
         return self._total_loss()
-
-    def _apply_penalties(self):
-        """The weight penalties' entry: their sum joins the reported loss (and, training,
-        their gradients the gradient arena)."""
-        self._penalty = self._penalties.apply()
-
-    def _update(self):
-        """The optimizer over the trainable weights, given as segments of the arenas
-        (frozen weights and state are packed after them)."""
-        store = self.parameters
-        if store.trainable_size:
-            self.optimizer.apply(store.values_arena, store.grads_arena,
-                                 store.trainable_segments())
 
     def predict_step(self):
         for run in self._runs:  # an inference plan's entries are its calls
