@@ -10,7 +10,7 @@ def main(argv=None):
         from .launch import main as launch_main
         return launch_main(argv[1:])
     if argv and argv[0] == "profile":  # kiln profile script.py [--steps N] [--trace out.json]
-        from .profiler.script import main as profile_main
+        from .profile_script import main as profile_main
         return profile_main(argv[1:])
     if argv and argv[0] == "plot":  # kiln plot history.csv -o curves.png
         from .plot.__main__ import main as plot_main

@@ -5,9 +5,9 @@ import json
 import pytest
 from small_model import PEAKS
 
+from kiln import profile_script as script
 from kiln.cli import main
 from kiln.keras.models.model import Model
-from kiln.profiler import script
 
 SCRIPT = """
 import sys

@@ -7,16 +7,17 @@ turn (real batches of the script's data; the model trains as it would). Once the
 the script is stopped (unless `keep_running`), the table is printed and the trace and chart
 written. If fit ends first, whatever was recorded is reported when it returns.
 
-This is a front-end tool: it imports kiln.keras, which the rest of the profiler does not.
+A front-end tool beside cli.py and launch.py: it imports kiln.keras, which kiln.profiler
+does not.
 """
 
 import os
 import runpy
 import sys
 
-from . import measure_peaks
-from .recorder import Session, alternating
-from .report import Profile
+from .profiler import measure_peaks
+from .profiler.recorder import Session, alternating
+from .profiler.report import Profile
 
 
 class ProfileDone(Exception):
@@ -46,7 +47,7 @@ class ScriptProfiler:
     def run(self, path, args=()):
         """Run the script at `path` with `args` as its sys.argv[1:]; returns the Profile (None
         if no model called fit)."""
-        from ..keras.models.model import Model
+        from .keras.models.model import Model
 
         had_own = "fit" in Model.__dict__
         original = Model.fit
