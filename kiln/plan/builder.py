@@ -16,6 +16,8 @@ labels of reorders and the activity-loss terms. Buffers are allocated while the 
 built, once; running the plan afterwards allocates nothing.
 """
 
+import functools
+
 import numpy as np
 
 from ..binding import constants as dnnl
@@ -51,9 +53,14 @@ class PlanBuilder:
         self.buffers = Buffers()
         self.sub_batches = SubBatchBuffers()
         self.primitives = Primitives(self.buffers)
-        self.reorders = Reorders(self.primitives, self.allocate, self.add_forward,
-                                 self.add_backward, self.reorder_labels, training,
-                                 self.sub_batches)
+        # Collaborators get functions over the builder's parts, never its bound methods: a
+        # collaborator holding the builder is a reference cycle, and the builder holds the
+        # plan's arena, which a plan dropped from a model's cache would then keep until the
+        # garbage collector ran
+        self.reorders = Reorders(self.primitives, _allocator(self.sub_batches, self.buffers),
+                                 self.forward_calls.append,
+                                 functools.partial(_append_backward, self.backward_calls),
+                                 self.reorder_labels, training, self.sub_batches)
         self.parameter_views = ParameterViews(parameters, training, self.reorders,
                                               self.sub_batches, self.forward_calls)
         self.gradients = GradientSums(parameters, self.parameter_views.derived_values,
@@ -62,9 +69,7 @@ class PlanBuilder:
 
     # -- buffers ----------------------------------------------------------------------------
     def allocate(self, desc):
-        if self.sub_batches.active:
-            return self.sub_batches.allocate(desc)
-        return self.buffers.new(desc)
+        return _allocator(self.sub_batches, self.buffers)(desc)
 
     def keep(self, memory):
         return self.buffers.keep(memory)
@@ -83,11 +88,7 @@ class PlanBuilder:
         self.forward_calls.append(call)
 
     def add_backward(self, call):
-        self.backward_calls.append(call)
-        # Gradients written in a layout other than the stored one are reordered right after.
-        for memory in getattr(call, "args", {}).values():
-            if isinstance(memory, DeferredReorder):
-                memory.flush()
+        _append_backward(self.backward_calls, call)
 
     def kernel(self, function, arguments, label):
         return KernelCall(function, arguments, label)
@@ -178,3 +179,20 @@ class PlanBuilder:
         self.planned_bytes = self.buffers.finish(self.forward_calls + self.backward_calls,
                                                  KernelCall, self.sub_batches.planned_bytes())
         return self
+
+
+def _allocator(sub_batches, buffers):
+    """allocate(desc): a buffer of the sub-batch being planned, else of the whole batch."""
+    def allocate(desc):
+        if sub_batches.active:
+            return sub_batches.allocate(desc)
+        return buffers.new(desc)
+    return allocate
+
+
+def _append_backward(calls, call):
+    calls.append(call)
+    # Gradients written in a layout other than the stored one are reordered right after.
+    for memory in getattr(call, "args", {}).values():
+        if isinstance(memory, DeferredReorder):
+            memory.flush()
