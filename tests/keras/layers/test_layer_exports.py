@@ -20,6 +20,11 @@ EXPORTED = [
     "SpatialDropout2D", "Subtract", "SyncBatchNormalization", "UpSampling2D", "ZeroPadding2D",
     "add", "average", "concatenate", "maximum", "minimum", "multiply", "subtract",
 ]
+# the 1D (sequence) layers
+EXPORTED += [
+    "AveragePooling1D", "AvgPool1D", "GlobalAveragePooling1D", "GlobalAvgPool1D",
+    "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
+]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
 
