@@ -93,6 +93,10 @@ class SequenceAsImageOp(Op):
         inner_input = Tensor(image, self.data_format, activation=x.activation,
                              consumers=x.consumers)
         inner, image_backward = self.image_op.forward(builder, inner_input, need_input_grad)
+        if inner is inner_input:
+            # the identity (dropout outside training): the tensor itself, whose producer
+            # then sees what its consumers do with its activation's derivative
+            return x, lambda output_grad: output_grad
         # max pooling applies the producer's activation derivative to its own smaller gradient
         x.activation_grad_applied_downstream |= inner_input.activation_grad_applied_downstream
         out_dims = self.as_sequence(inner.dims)

@@ -32,7 +32,7 @@ def head(L, x, data_format):
 
 
 # name -> the layer under test on L (keras.layers of either side), given the data format;
-# it reads a relu Conv1D's (9 steps, 3 channels) output
+# it reads a relu Conv1D's (8 steps, 3 channels) output
 LAYERS = {
     "max-pool": lambda L, f: L.MaxPooling1D(data_format=f),
     "max-pool-3-s1-same": lambda L, f: L.MaxPooling1D(3, strides=1, padding="same",
@@ -44,6 +44,19 @@ LAYERS = {
     "global-max": lambda L, f: L.GlobalMaxPooling1D(data_format=f),
     "global-avg-keepdims": lambda L, f: L.GlobalAveragePooling1D(data_format=f, keepdims=True),
     "global-max-keepdims": lambda L, f: L.GlobalMaxPooling1D(data_format=f, keepdims=True),
+    # no data_format in Keras: axis 1 is the steps (the channels in channels_first)
+    "up-sampling": lambda L, f: L.UpSampling1D(),
+    "up-sampling-3": lambda L, f: L.UpSampling1D(size=3),
+    "cropping": lambda L, f: L.Cropping1D(),
+    "cropping-2-0": lambda L, f: L.Cropping1D((2, 0)),
+    "zero-padding": lambda L, f: L.ZeroPadding1D(data_format=f),
+    "zero-padding-0-2": lambda L, f: L.ZeroPadding1D((0, 2), data_format=f),
+    "spatial-dropout-rate-0": lambda L, f: L.SpatialDropout1D(0.0),
+    # the shape layers on sequences (Permute and Reshape count axes in the Keras shape)
+    "permute": lambda L, f: L.Permute((2, 1)),
+    "reshape-3d": lambda L, f: L.Reshape((4, 6)),
+    "reshape-2d": lambda L, f: L.Reshape((-1,)),
+    "flatten": lambda L, f: L.Flatten(data_format=f),
 }
 
 
@@ -83,12 +96,71 @@ def test_max_pooling_after_relu_conv_trains_like_keras_with_adam():
     check_against_keras(build, optimizers=["adam"])
 
 
+def test_repeat_vector_between_dense_and_conv1d_trains_like_keras():
+    """An encoder's vector repeated at every step of a decoder: Dense -> RepeatVector ->
+    Conv1D, and RepeatVector of a Flatten of a sequence (a real (batch, features) matrix)."""
+    def build(K):
+        L = K.layers
+        inputs = K.Input((6, 2))
+        x = L.Conv1D(3, 2, activation="tanh")(inputs)                 # (5, 3)
+        vector = L.Dense(4, activation="relu")(L.Flatten()(x))
+        x = L.RepeatVector(3)(vector)                                  # (3, 4)
+        x = L.Conv1D(2, 2, activation="tanh")(x)                       # (2, 2)
+        x = L.RepeatVector(2)(L.Flatten()(x))                          # (2, 4)
+        return K.Model(inputs, head(L, x, CL))
+
+    kiln_model, keras_model = check_against_keras(build, optimizers=["sgd", "adam"])
+    for ours, theirs in zip(kiln_model.layers, keras_model.layers, strict=True):
+        assert tuple(ours.output.shape) == tuple(theirs.output.shape)
+        if type(ours).__name__ == "RepeatVector":
+            assert ours.get_config() == theirs.get_config()
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+def test_spatial_dropout_predicts_like_keras(data_format):
+    """Random while training (its statistics: tests/ops/test_ops_sequence_as_image.py), the
+    identity in predict."""
+    def build(K):
+        L = K.layers
+        inputs = K.Input(sequence(9, 2, data_format))
+        x = L.Conv1D(3, 2, activation="relu", data_format=data_format)(inputs)
+        x = L.SpatialDropout1D(0.4, seed=2)(x)
+        return K.Model(inputs, head(L, x, data_format))
+
+    kiln_model, keras_model = check_against_keras(build, train=False)
+    assert kiln_model.layers[2].get_config() == keras_model.layers[2].get_config()
+
+
+def test_spatial_dropout_trains_the_layers_around_it():
+    """A fit through SpatialDropout1D: the loss falls (the dropout's randomness differs from
+    Keras's, so the steps are not compared)."""
+    import numpy as np
+    L = kk.layers
+    inputs = kk.Input((10, 3))
+    x = L.Conv1D(8, 3, activation="relu")(inputs)
+    x = L.SpatialDropout1D(0.3, seed=1)(x)
+    model = kk.Model(inputs, L.Dense(2, activation="softmax")(L.GlobalAveragePooling1D()(x)))
+    model.compile(optimizer=kk.optimizers.Adam(0.01), loss="categorical_crossentropy")
+    rng = np.random.default_rng(0)
+    x_data = rng.normal(size=(64, 10, 3)).astype(np.float32)
+    y_data = np.eye(2, dtype=np.float32)[(x_data[:, :, 0].mean(axis=1) > 0).astype(int)]
+    losses = model.fit(x_data, y_data, epochs=15, batch_size=16, verbose=0).history["loss"]
+    assert losses[-1] < 0.7 * losses[0]
+
+
 # -- what Keras refuses ---------------------------------------------------------------------------
 BAD = [
     (lambda L: L.MaxPooling1D(0), "MaxPooling1D", "pool_size"),
     (lambda L: L.AveragePooling1D(2, strides=(1, 1)), "AveragePooling1D", "strides"),
     (lambda L: L.MaxPooling1D(2, padding="full"), "MaxPooling1D", "padding"),
     (lambda L: L.GlobalMaxPooling1D(data_format="nwc"), "GlobalMaxPooling1D", "data_format"),
+    (lambda L: L.UpSampling1D(0), "UpSampling1D", "size"),
+    (lambda L: L.UpSampling1D(1.5), "UpSampling1D", "size"),
+    (lambda L: L.ZeroPadding1D(-1), "ZeroPadding1D", "padding"),
+    (lambda L: L.ZeroPadding1D((1, 2, 3)), "ZeroPadding1D", "padding"),
+    (lambda L: L.Cropping1D((1, -1)), "Cropping1D", "cropping"),
+    (lambda L: L.SpatialDropout1D(1.5), "SpatialDropout1D", "rate"),
+    (lambda L: L.RepeatVector(0), "RepeatVector", "n"),
 ]
 
 
@@ -104,6 +176,9 @@ def test_bad_arguments_are_refused_as_keras_does(make, layer, argument):
 @pytest.mark.parametrize("make,shape,layer,what", [
     (lambda L: L.MaxPooling1D(4), (3, 2), "MaxPooling1D", "3 steps"),
     (lambda L: L.AveragePooling1D(2), (3, 2, 2), "AveragePooling1D", "3D input"),
+    (lambda L: L.Cropping1D((2, 1)), (3, 2), "Cropping1D", "3 steps"),
+    (lambda L: L.RepeatVector(2), (3, 2), "RepeatVector", "2D input"),
+    (lambda L: L.UpSampling1D(2), (3,), "UpSampling1D", "3D input"),
 ])
 def test_inputs_that_do_not_fit_are_refused(make, shape, layer, what):
     with pytest.raises(ValueError, match=f"{layer} '.*'.*{what}"):

@@ -5,11 +5,14 @@ derivative to its pooled gradient)."""
 
 import numpy as np
 import pytest
-from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op, pool2d_reference
+from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op, pool2d_reference
 
 from kiln.ops.conv1d import Conv1DOp
 from kiln.ops.global_pooling import GlobalPooling2DOp
+from kiln.ops.noise import SpatialDropout2DOp
+from kiln.ops.pad_crop import Cropping2DOp, ZeroPadding2DOp
 from kiln.ops.pooling import Pooling2DOp
+from kiln.ops.resize import UpSampling2DOp
 from kiln.ops.sequence_as_image import SequenceAsImageOp
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
@@ -135,3 +138,111 @@ def test_a_sequence_op_refuses_another_rank():
                            "MaxPooling1D")
     with pytest.raises(ValueError, match="MaxPooling1D 'p': expected a 3D"):
         op.output_dims((1, 4, 4, 2))
+
+
+def steps_axis(data_format):
+    return 1 if data_format == CHANNELS_LAST else 2
+
+
+def linear_adjoint(function, x, dy):
+    """J^T dy of a linear function of x, from its values on the unit vectors."""
+    grad = np.zeros(x.size)
+    for i in range(x.size):
+        unit = np.zeros(x.size)
+        unit[i] = 1.0
+        grad[i] = np.sum(function(unit.reshape(x.shape)) * dy)
+    return grad.reshape(x.shape)
+
+
+def check_linear(op, function, x, data_format):
+    """`op` against the linear `function` (float64 numpy): output and input gradient."""
+    rng = np.random.default_rng(7)
+    dy = rng.normal(size=function(x).shape).astype(np.float32)
+    return check_op(op, x, {}, dy, lambda x64, p64: function(x64), data_format,
+                    lambda x64, p64, dy64: (linear_adjoint(function, x64, dy64), {}),
+                    entries=6)
+
+
+# name -> (2D op, numpy function of a sequence, given its steps axis)
+SHAPE_OPS = {
+    "upsampling-3": (lambda: UpSampling2DOp("up", (1, 3)),
+                     lambda x, axis: np.repeat(x, 3, axis=axis)),
+    "padding-2-1": (lambda: ZeroPadding2DOp("pad", ((0, 0), (2, 1))),
+                    lambda x, axis: np.pad(x, [(0, 0) if a != axis else (2, 1)
+                                               for a in range(3)])),
+    "cropping-1-2": (lambda: Cropping2DOp("crop", ((0, 0), (1, 2))),
+                     lambda x, axis: np.take(x, range(1, x.shape[axis] - 2), axis=axis)),
+}
+
+
+@pytest.mark.parametrize("data_format", FORMATS)
+@pytest.mark.parametrize("name", list(SHAPE_OPS))
+def test_shape_ops(name, data_format):
+    make, function = SHAPE_OPS[name]
+    x, _ = distinct_sequence(6, 3, data_format, seed=4)
+    op = SequenceAsImageOp(make(), data_format, name)
+    check_linear(op, lambda v: function(v, steps_axis(data_format)), x, data_format)
+
+
+def test_cropping_gradient_is_not_writable_through_the_view():
+    """Cropping's input gradient is a buffer whose border is zeroed once and never written
+    again: the op hands it on as shared (not writable in place), and so must the 3D view of
+    it, or an op before it could write its own gradient into it."""
+    x = np.random.default_rng(8).normal(size=(2, 8, 3)).astype(np.float32)
+    op = SequenceAsImageOp(Cropping2DOp("crop", ((0, 0), (2, 1))), CHANNELS_LAST,
+                           "Cropping1D")
+    harness = OpHarness(op, x)
+    assert len(harness.input_grad_memory.desc.dims) == 3
+    assert not harness.builder.writable(harness.input_grad_memory)
+
+
+def test_repeat_vector():
+    """A (batch, features) matrix -> (batch, n, features): the image (N, F, 1, 1) up-sampled
+    by (1, n) in nhwc; its gradient is the sum over the n steps."""
+    x = np.random.default_rng(9).normal(size=(3, 5)).astype(np.float32)
+    op = SequenceAsImageOp(UpSampling2DOp("repeat", (1, 4)), CHANNELS_LAST, "RepeatVector",
+                           input_rank=2)
+    assert op.output_dims((3, 5)) == (3, 4, 5)
+    check_linear(op, lambda v: np.repeat(v[:, None], 4, axis=1), x, CHANNELS_LAST)
+
+
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_spatial_dropout_drops_every_step_of_a_channel(data_format):
+    rng = np.random.default_rng(10)
+    x = rng.uniform(1, 2, size=(16, 7, 12)).astype(np.float32)  # no zeros
+    x = to_format(x, data_format)
+    op = SequenceAsImageOp(SpatialDropout2DOp("drop", 0.5, seed=3), data_format,
+                           "SpatialDropout1D")
+    harness = OpHarness(op, x, data_format=data_format)
+    y = harness.forward()
+    scale = np.round(y / x, 5)
+    # the same factor at every step of a (sample, channel): 0 or 1 / (1 - rate)
+    assert np.all(scale == np.take(scale, [0], axis=steps_axis(data_format)))
+    assert set(np.unique(scale)) == {0.0, 2.0}
+    assert 0.3 < np.mean(scale == 0) < 0.7
+    dy = rng.normal(size=x.shape).astype(np.float32)
+    grad, _ = harness.backward(dy)
+    np.testing.assert_allclose(grad, dy * (y / x), rtol=1e-6)
+
+
+def test_spatial_dropout_of_rate_0_passes_the_activation_through():
+    """At rate 0 (and outside training) the op is the identity and hands on the tensor
+    itself: the max pooling after it takes over the tanh derivative from the convolution
+    before it, which must then leave it out (applying it twice would be wrong)."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(2, 8, 3)).astype(np.float32)
+    params = {"conv/kernel": rng.normal(0, 0.5, size=(3, 3, 4)).astype(np.float32),
+              "conv/bias": rng.normal(0, 0.1, size=4).astype(np.float32)}
+    ops = [Conv1DOp("conv", 4, 3, activation="tanh"),
+           SequenceAsImageOp(SpatialDropout2DOp("drop", 0.0), CHANNELS_LAST,
+                             "SpatialDropout1D"),
+           SequenceAsImageOp(Pooling2DOp("pool", "max", (1, 2), (1, 2)), CHANNELS_LAST,
+                             "MaxPooling1D")]
+
+    def reference(x64, p64):
+        y = as_image(conv1d_tanh(x64, p64["conv/kernel"], p64["conv/bias"], CHANNELS_LAST),
+                     CHANNELS_LAST)
+        return as_sequence(pool2d_reference(y, "max", (1, 2), (1, 2)), CHANNELS_LAST)
+
+    dy = rng.normal(size=reference(x, params).shape).astype(np.float32)
+    check_op(ops, x, params, dy, reference, eps=1e-3, entries=8)

@@ -1,5 +1,7 @@
 """What the 1D layers share: the check of their (batch, steps, channels) input, and the length
-of its steps axis in either data format."""
+of its steps axis in either data format, and their arguments."""
+
+from .arguments import is_integer
 
 
 def check_sequence(input_shape, context):
@@ -12,3 +14,24 @@ def check_sequence(input_shape, context):
 def steps_of(input_shape, data_format):
     """The length of the steps axis: the second for channels_last, the last otherwise."""
     return input_shape[1] if data_format == "channels_last" else input_shape[2]
+
+
+def left_and_right(value, context, argument):
+    """Keras's int or (left, right) steps to add or remove, each an int >= 0."""
+    if is_integer(value):
+        value = (value, value)
+    if not (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(is_integer(v) for v in value)):
+        raise ValueError(f"{context}: argument {argument} must be an int or a pair of ints "
+                         f"(left, right), got {value!r}")
+    if min(value) < 0:
+        raise ValueError(f"{context}: argument {argument} must not be negative, got {value!r}")
+    return (int(value[0]), int(value[1]))
+
+
+def positive_count(value, context, argument):
+    """An int > 0 (a factor or a repeat count)."""
+    if not is_integer(value) or value <= 0:
+        raise ValueError(f"{context}: argument {argument} must be a positive int, got "
+                         f"{value!r}")
+    return int(value)

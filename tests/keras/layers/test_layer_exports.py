@@ -23,7 +23,8 @@ EXPORTED = [
 # the 1D (sequence) layers
 EXPORTED += [
     "AveragePooling1D", "AvgPool1D", "GlobalAveragePooling1D", "GlobalAvgPool1D",
-    "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
+    "Cropping1D", "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
+    "RepeatVector", "SpatialDropout1D", "UpSampling1D", "ZeroPadding1D",
 ]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
