@@ -17,16 +17,20 @@ from .tensor import CHANNELS_LAST, Tensor
 class Conv1DOp(Op):
     """Args: name, filters, kernel_size, strides, padding ('valid', 'same', 'causal'),
     activation (None or fusable), use_bias, dilation_rate, groups (ints), data_format (how the
-    3D tensors order their axes). The Keras kernel (k, in/g, out) is the 2D op's
-    (1, k, in/g, out)."""
+    3D tensors order their axes), kernel_name (the kernel's short name: SeparableConv1D's
+    'depthwise_kernel' and 'pointwise_kernel'). The Keras kernel (k, in/g, out) is the 2D
+    op's (1, k, in/g, out); DepthwiseConv1D's (k, in, multiplier) is the same bytes with
+    groups = in."""
 
     def __init__(self, name, filters, kernel_size, strides=1, padding="valid", activation=None,
-                 use_bias=True, dilation_rate=1, groups=1, data_format=CHANNELS_LAST):
+                 use_bias=True, dilation_rate=1, groups=1, data_format=CHANNELS_LAST,
+                 kernel_name="kernel"):
         self.name = name
         self.data_format = data_format
         tag = dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
         self.conv = Conv2DOp(name, filters, (1, kernel_size), (1, strides), padding, activation,
-                             use_bias, (1, dilation_rate), groups, activation_tag=tag)
+                             use_bias, (1, dilation_rate), groups, kernel_name=kernel_name,
+                             activation_tag=tag)
 
     @property
     def activation(self):

@@ -1,6 +1,7 @@
 """What the 1D layers share: the check of their (batch, steps, channels) input, and the length
 of its steps axis in either data format, and their arguments."""
 
+from ...ops.conv2d import conv_output_length, dilated_kernel
 from .arguments import is_integer
 
 
@@ -35,3 +36,13 @@ def positive_count(value, context, argument):
         raise ValueError(f"{context}: argument {argument} must be a positive int, got "
                          f"{value!r}")
     return int(value)
+
+
+def check_steps(layer, input_shape, kernel_size, strides, dilation_rate):
+    """An input long enough for the kernel under 'valid' padding."""
+    steps = steps_of(input_shape, layer.data_format)
+    span = dilated_kernel(kernel_size, dilation_rate)
+    if conv_output_length(steps, span, strides, layer.padding) <= 0:
+        raise ValueError(f"{layer.context}: an input of {steps} steps is shorter than the "
+                         f"kernel (kernel_size={kernel_size}, dilation_rate={dilation_rate}, "
+                         f"padding '{layer.padding}')")

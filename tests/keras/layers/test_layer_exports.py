@@ -22,7 +22,9 @@ EXPORTED = [
 ]
 # the 1D (sequence) layers
 EXPORTED += [
-    "AveragePooling1D", "AvgPool1D", "GlobalAveragePooling1D", "GlobalAvgPool1D",
+    "AveragePooling1D", "AvgPool1D", "Conv1DTranspose", "Convolution1DTranspose",
+    "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D",
+    "GlobalAveragePooling1D", "GlobalAvgPool1D",
     "Cropping1D", "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
     "RepeatVector", "SpatialDropout1D", "UpSampling1D", "ZeroPadding1D",
 ]
