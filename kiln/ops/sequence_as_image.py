@@ -8,8 +8,8 @@ without a copy, and hands that view to the 2D op. A (batch, channels) matrix is 
 the same way (RepeatVector). The 2D op's 4D output is reordered to the same plain layout (no
 call when the op already wrote it there, as padding, cropping and dropout do) and viewed back
 as 3D; a 2D output (global pooling without keepdims) is handed on as it is. Gradients come back
-through the same views. Conv1DOp does the same for the convolution, with the activations'
-layout pinned to plain so that no reorder is ever needed.
+through the same views. Conv1DOp is this op around Conv2DOp, with the activations' layout
+pinned to plain so that no reorder is ever needed.
 """
 
 from ..binding import constants as dnnl
