@@ -190,3 +190,49 @@ def test_global_pooling_names_itself_when_given_a_mask(layer):
     inputs, mask = kk.Input((9, 2)), kk.Input((9,))
     with pytest.raises(NotImplementedError, match=f"{layer} 'pool': a mask"):
         getattr(kk.layers, layer)(name="pool")(inputs, mask=mask)
+
+
+def test_a_model_of_the_sequence_layers_saves_and_loads_in_kiln_and_keras(tmp_path):
+    """Every 1D layer in one model: kiln's config carries the build_configs Keras writes, a
+    kiln .keras file rebuilds the same model in kiln and in real Keras (same predictions), and
+    Keras's own file loads in kiln."""
+    import json
+
+    import numpy as np
+    from keras_oracle import build_pair
+
+    keras = keras_oracle.real_keras()
+
+    def build(K):
+        L = K.layers
+        inputs = K.Input((8, 4))
+        x = L.DepthwiseConv1D(3, padding="same")(inputs)
+        x = L.SeparableConv1D(4, 3, padding="same", activation="relu")(x)
+        x = L.Conv1DTranspose(4, 2, strides=2)(x)                      # 16 steps
+        x = L.MaxPooling1D()(x)
+        x = L.AveragePooling1D(2, padding="same")(x)
+        x = L.UpSampling1D()(x)
+        x = L.ZeroPadding1D((1, 2))(x)
+        x = L.Cropping1D((2, 1))(x)
+        x = L.SpatialDropout1D(0.1)(x)
+        peak = L.GlobalMaxPooling1D(keepdims=True)(x)
+        x = L.GlobalAveragePooling1D()(x)
+        x = L.RepeatVector(1)(x)
+        return K.Model(inputs, L.Flatten()(L.concatenate([x, peak], axis=1)))
+
+    ours, theirs, x = build_pair(build)
+    assert [layer.get("build_config") for layer in ours.get_config()["layers"]] == [
+        layer.get("build_config") for layer in json.loads(json.dumps(
+            theirs.get_config()))["layers"]]
+    expected = ours.predict(x, verbose=0)
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5)
+    path = str(tmp_path / "ours.keras")
+    ours.save(path)
+    np.testing.assert_allclose(kk.models.load_model(path).predict(x, verbose=0), expected,
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(keras.models.load_model(path).predict(x, verbose=0), expected,
+                               rtol=1e-4, atol=1e-5)
+    theirs_path = str(tmp_path / "theirs.keras")
+    theirs.save(theirs_path)
+    np.testing.assert_allclose(kk.models.load_model(theirs_path).predict(x, verbose=0),
+                               expected, rtol=1e-4, atol=1e-5)
