@@ -25,10 +25,7 @@ class _GlobalPooling1D(Layer):
     def build(self, input_shape):
         check_sequence(input_shape, self.context)
 
-    def call(self, inputs, mask=None):
-        if mask is not None:
-            raise NotImplementedError(f"{self.context}: a mask (from Embedding(mask_zero=True) "
-                                      "or Masking) is not supported by this layer in kiln")
+    def call(self, inputs):
         return apply(self.op, inputs)
 
     def get_config(self):
@@ -40,16 +37,27 @@ class GlobalAveragePooling1D(_GlobalPooling1D):
     """The mean of each channel over the steps: (N, C), or (N, 1, C) / (N, C, 1) with
     keepdims. Args: data_format, keepdims (default False).
 
+    Call arguments: inputs; mask (Keras averages over the unmasked steps only): not supported
+    yet, a mask is refused with NotImplementedError.
+
     Example:
         >>> x = GlobalAveragePooling1D()(Conv1D(8, 3)(Input((100, 16))))  # -> (None, 8)
     """
 
     mode = "avg"
 
+    def call(self, inputs, mask=None):
+        if mask is not None:
+            raise NotImplementedError(f"{self.context}: a mask (from Embedding(mask_zero=True) "
+                                      "or Masking) is not supported by this layer in kiln yet; "
+                                      "Keras averages over the unmasked steps only")
+        return apply(self.op, inputs)
+
 
 class GlobalMaxPooling1D(_GlobalPooling1D):
     """The maximum of each channel over the steps (gradient to the argmax). Args:
-    data_format, keepdims (default False)."""
+    data_format, keepdims (default False). Its call takes no mask: Keras 3's layer does not
+    support masking (it warns and takes the maximum over every step)."""
 
     mode = "max"
 
