@@ -117,6 +117,21 @@ def test_repeat_vector_between_dense_and_conv1d_trains_like_keras():
 
 
 @pytest.mark.parametrize("data_format", [CL, CF])
+def test_repeat_vector_of_a_flattened_image_trains_like_keras(data_format):
+    """Flatten of an image is a free view of its 4D bytes in kiln: RepeatVector first makes
+    the (batch, features) matrix in Keras's (h, w, c) order."""
+    def build(K):
+        L = K.layers
+        inputs = K.Input((3, 3, 2) if data_format == CL else (2, 3, 3))
+        x = L.Conv2D(3, 2, activation="relu", data_format=data_format)(inputs)  # 2x2x3
+        x = L.RepeatVector(3)(L.Flatten(data_format=data_format)(x))          # (3, 12)
+        x = L.Conv1D(2, 2)(x)
+        return K.Model(inputs, head(L, x, CL))
+
+    check_against_keras(build, optimizers=["sgd"])
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
 def test_spatial_dropout_predicts_like_keras(data_format):
     """Random while training (its statistics: tests/ops/test_ops_sequence_as_image.py), the
     identity in predict."""
