@@ -146,6 +146,20 @@ def test_spatial_dropout_predicts_like_keras(data_format):
     assert kiln_model.layers[2].get_config() == keras_model.layers[2].get_config()
 
 
+def test_keras2_configs_are_read():
+    """tf.keras 2 wrote Dropout's noise_shape and trainable into SpatialDropout1D's config,
+    and the pooling sizes as lists."""
+    dropout = kk.layers.SpatialDropout1D.from_config(
+        {"name": "drop", "trainable": True, "dtype": "float32", "rate": 0.2,
+         "noise_shape": None, "seed": None})
+    pooling = kk.layers.MaxPooling1D.from_config(
+        {"name": "pool", "trainable": True, "dtype": "float32", "strides": [2],
+         "pool_size": [2], "padding": "valid", "data_format": "channels_last"})
+    assert tuple(pooling(dropout(kk.Input((8, 3)))).shape) == (None, 4, 3)
+    with pytest.raises(ValueError, match="SpatialDropout1D 'd'.*argument noise_shape"):
+        kk.layers.SpatialDropout1D(0.2, noise_shape=(None, 1, 3), name="d")
+
+
 def test_spatial_dropout_trains_the_layers_around_it():
     """A fit through SpatialDropout1D: the loss falls (the dropout's randomness differs from
     Keras's, so the steps are not compared)."""

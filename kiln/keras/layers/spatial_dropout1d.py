@@ -21,8 +21,13 @@ class SpatialDropout1D(Layer):
         >>> x = SpatialDropout1D(0.2)(Embedding(1000, 32)(Input((80,))))
     """
 
-    def __init__(self, rate, seed=None, name=None, dtype=None):
-        super().__init__(name=name, dtype=dtype)
+    def __init__(self, rate, seed=None, name=None, dtype=None, **kwargs):
+        # tf.keras 2 configs carry Dropout's noise_shape (None) and trainable
+        noise_shape = kwargs.pop("noise_shape", None)
+        super().__init__(name=name, dtype=dtype, **kwargs)
+        if noise_shape is not None:
+            raise ValueError(f"{self.context}: argument noise_shape must be None (the layer "
+                             f"drops whole channels), got {noise_shape!r}")
         self.rate = fraction(rate, self.context, "rate", upper_open=True)
         self.seed = seed
         self.op = SequenceAsImageOp(
