@@ -96,6 +96,27 @@ def test_max_pooling_after_relu_conv_trains_like_keras_with_adam():
     check_against_keras(build, optimizers=["adam"])
 
 
+def test_layers_reading_the_model_input_follow_each_new_batch():
+    """A 1D layer on the model input reads it through a view: predictions and training steps
+    on new data (the plan's input buffer then takes each batch by copy) still match Keras."""
+    import numpy as np
+
+    def build(K):
+        L = K.layers
+        inputs = K.Input((8, 3))
+        x = L.MaxPooling1D(2, strides=1)(inputs)
+        y = L.UpSampling1D(2)(inputs)
+        x = L.concatenate([L.Flatten()(x), L.Flatten()(L.Cropping1D((3, 4))(y))])
+        return K.Model(inputs, L.Dense(3, activation="softmax")(x))
+
+    kiln_model, keras_model = check_against_keras(build, optimizers=["sgd"])
+    rng = np.random.default_rng(5)
+    for count in (6, 6, 4):
+        data = rng.normal(size=(count, 8, 3)).astype(np.float32)
+        np.testing.assert_allclose(kiln_model.predict(data, verbose=0),
+                                   keras_model.predict(data, verbose=0), rtol=1e-4, atol=1e-5)
+
+
 def test_repeat_vector_between_dense_and_conv1d_trains_like_keras():
     """An encoder's vector repeated at every step of a decoder: Dense -> RepeatVector ->
     Conv1D, and RepeatVector of a Flatten of a sequence (a real (batch, features) matrix)."""
