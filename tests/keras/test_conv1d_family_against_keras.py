@@ -150,6 +150,7 @@ def test_bad_arguments_are_refused_as_keras_does(make, layer, argument):
 @pytest.mark.parametrize("make,layer", [
     (lambda L: L.DepthwiseConv1D(5), "DepthwiseConv1D"),
     (lambda L: L.SeparableConv1D(2, 3, dilation_rate=2), "SeparableConv1D"),
+    (lambda L: L.Conv1D(2, 5), "Conv1D"),
 ])
 def test_inputs_shorter_than_the_kernel_are_refused(make, layer):
     with pytest.raises(ValueError, match=f"{layer} '.*': an input of 4 steps is shorter"):

@@ -43,8 +43,9 @@ class _Pooling1D(Layer):
 class MaxPooling1D(_Pooling1D):
     """The maximum over windows of `pool_size` steps (gradient to the argmax).
 
-    Args: pool_size (int, default 2), strides (int, default pool_size), padding ('valid' /
-    'same'), data_format ((batch, steps, channels) for 'channels_last').
+    Args: pool_size (int; default 2, as in Keras 2: Keras 3 requires it for
+    AveragePooling1D), strides (int, default pool_size), padding ('valid' / 'same'),
+    data_format ((batch, steps, channels) for 'channels_last').
 
     Example:
         >>> x = MaxPooling1D(3)(Conv1D(8, 5, activation="relu")(Input((100, 16))))
