@@ -12,9 +12,10 @@ anything happens, with `RefusedPickle` naming it.
 """
 
 import re
-import struct
 
 import numpy as np
+
+from ...ops.numba_config import njit
 
 MAX_LONG1_BYTES = 8  # ints wider than 64 bits are no word index
 
@@ -55,11 +56,40 @@ class _DtypeRecord:
     """`dtype('O8', ...)`'s result; BUILD gives it byte order and flags, ignored for objects."""
 
 
-# A run of the three small-int opcodes (BININT1, BININT2, BININT): the bulk of a sequence
-# file, decoded at once instead of one opcode at a time.
-_INT_RUN = re.compile(rb"(?:K.|M..|J....)+", re.DOTALL)
-_INT_TOKEN = re.compile(rb"K.|M..|J....", re.DOTALL)
-_SHORT_RUN = 24  # bytes; shorter runs are decoded in Python, longer ones with numpy
+_INT_OPCODES = b"KMJ"  # BININT1, BININT2, BININT: almost every byte of a sequence file
+
+
+@njit(cache=True, nogil=True)
+def _decode_int_run(data, start, out):
+    """Decodes the run of BININT1 / BININT2 / BININT opcodes at `start` into `out`.
+
+    Returns (position after the run, number of ints), or (-1, 0) when the stream ends inside
+    an opcode. Compiled: a Python loop over millions of opcodes would take most of a minute.
+    """
+    pos, count, size = start, 0, data.shape[0]
+    while pos < size:
+        code = data[pos]
+        if code == 75:  # K: one unsigned byte
+            if pos + 2 > size:
+                return -1, 0
+            out[count] = data[pos + 1]
+            pos += 2
+        elif code == 77:  # M: two unsigned bytes, little-endian
+            if pos + 3 > size:
+                return -1, 0
+            out[count] = data[pos + 1] | (np.int64(data[pos + 2]) << 8)
+            pos += 3
+        elif code == 74:  # J: four bytes, signed little-endian
+            if pos + 5 > size:
+                return -1, 0
+            value = (np.int64(data[pos + 1]) | (np.int64(data[pos + 2]) << 8)
+                     | (np.int64(data[pos + 3]) << 16) | (np.int64(data[pos + 4]) << 24))
+            out[count] = value - (1 << 32) if value >= (1 << 31) else value
+            pos += 5
+        else:
+            break
+        count += 1
+    return pos, count
 
 
 def _text(value):
@@ -71,6 +101,8 @@ class _Machine:
 
     def __init__(self, payload):
         self.data, self.pos = payload, 0
+        self.bytes = np.frombuffer(payload, dtype=np.uint8)
+        self.ints = np.empty(len(payload) // 2 + 1, dtype=np.int64)  # decoded int runs
         self.stack, self.memo = [], {}
         self.marks = []  # stack heights at each open MARK, as pickle's own metastack
 
@@ -113,7 +145,7 @@ class _Machine:
             if self.pos >= len(self.data):
                 raise RefusedPickle("the pickle ends without STOP")
             code = self.data[self.pos:self.pos + 1]
-            if code in b"KMJ":
+            if code in _INT_OPCODES:
                 self.push_int_run()
                 continue
             self.pos += 1
@@ -127,40 +159,12 @@ class _Machine:
                                     f"{self.pos - 1}")
             handler(self)
 
-    # Ints: the bulk of the file
     def push_int_run(self):
-        run = _INT_RUN.match(self.data, self.pos)
-        if run is None:
+        end, count = _decode_int_run(self.bytes, self.pos, self.ints)
+        if end < 0:
             raise RefusedPickle("the pickle ends in the middle of an int opcode")
-        chunk = run.group()
-        self.pos = run.end()
-        if len(chunk) < _SHORT_RUN:
-            self.stack.extend(_decode_ints_slowly(chunk))
-        else:
-            self.stack.extend(_decode_ints(chunk))
-
-
-def _decode_ints_slowly(chunk):
-    values = []
-    for token in _INT_TOKEN.findall(chunk):
-        if len(token) == 5:
-            values.append(struct.unpack("<i", token[1:])[0])
-        else:
-            values.append(int.from_bytes(token[1:], "little"))
-    return values
-
-
-def _decode_ints(chunk):
-    """BININT1/BININT2/BININT values of a run of those opcodes, decoded with numpy."""
-    lengths = np.fromiter(map(len, _INT_TOKEN.findall(chunk)), dtype=np.int64)
-    starts = np.cumsum(lengths) - lengths
-    raw = np.frombuffer(chunk + b"\0\0\0\0", dtype=np.uint8).astype(np.int64)
-    values = raw[starts + 1] | (raw[starts + 2] << 8)
-    values = np.where(lengths == 2, raw[starts + 1], values)
-    four = lengths == 5
-    wide = values | (raw[starts + 3] << 16) | (raw[starts + 4] << 24)
-    values = np.where(four, wide - ((wide >> 31) << 32), values)  # BININT is signed
-    return values.tolist()
+        self.pos = end
+        self.stack.extend(self.ints[:count].tolist())
 
 
 def _global(machine, module, name):
