@@ -211,3 +211,11 @@ def test_not_a_zip_file(tmp_path):
     (tmp_path / "bad.npz").write_bytes(b"not a zip" + struct.pack("<I", 7))
     with pytest.raises(ValueError, match=r"bad\.npz: not a readable \.npz"):
         _npz.load_npz(tmp_path / "bad.npz")
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_int_runs_longer_than_the_decoding_chunk(monkeypatch, chunk):
+    from kiln.keras.datasets import _object_pickle
+    monkeypatch.setattr(_object_pickle, "_INT_CHUNK", chunk)
+    array = ragged(count=4)
+    assert_same_objects(decode_object_array(pickle.dumps(array, protocol=4)), array)
