@@ -11,6 +11,7 @@ only the array and dtype they produced. Every other opcode or global is refused 
 anything happens, with `RefusedPickle` naming it.
 """
 
+import math
 import re
 
 import numpy as np
@@ -347,7 +348,10 @@ def decode_object_array(payload):
     Raises:
         RefusedPickle: anything else, or a malformed stream; nothing has been executed.
     """
-    record = _Machine(payload).run()
+    try:
+        record = _Machine(payload).run()
+    except UnicodeDecodeError as err:
+        raise RefusedPickle(f"a name or string that is not valid text ({err})") from err
     if not isinstance(record, _ArrayRecord) or record.state is None:
         raise RefusedPickle(f"the pickle holds {type(record).__name__}, not a numpy array")
     state = record.state
@@ -358,7 +362,7 @@ def decode_object_array(payload):
         raise RefusedPickle("the array's dtype is not an object dtype")
     if not (isinstance(shape, tuple) and all(type(d) is int and d >= 0 for d in shape)):
         raise RefusedPickle(f"unexpected array shape {shape!r}")
-    if type(items) is not list or len(items) != int(np.prod(shape, dtype=np.int64)):
+    if type(items) is not list or len(items) != math.prod(shape):  # exact, no int64 wrap
         raise RefusedPickle(f"array of shape {shape} without as many elements")
     for index, item in enumerate(items):
         if type(item) is list:

@@ -219,3 +219,36 @@ def test_int_runs_longer_than_the_decoding_chunk(monkeypatch, chunk):
     monkeypatch.setattr(_object_pickle, "_INT_CHUNK", chunk)
     array = ragged(count=4)
     assert_same_objects(decode_object_array(pickle.dumps(array, protocol=4)), array)
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4])
+def test_damaged_streams_decode_or_are_refused_nothing_else(protocol):
+    """Random byte changes: the result is an array of int lists or RefusedPickle, never
+    another exception (or a crash)."""
+    array = ragged(count=3, longest=20)
+    blob = pickle.dumps(array, protocol=protocol)
+    rng = np.random.default_rng(protocol)
+    outcomes = set()
+    for _ in range(400):
+        damaged = bytearray(blob)
+        for position in rng.integers(0, len(blob), rng.integers(1, 4)):
+            damaged[position] = rng.integers(256)
+        try:
+            result = decode_object_array(bytes(damaged))
+        except RefusedPickle:
+            outcomes.add("refused")
+            continue
+        outcomes.add("decoded")
+        assert result.dtype == object
+    assert "refused" in outcomes
+
+
+def test_shape_products_are_exact():
+    """(2**32, 2**32) wraps to 0 in int64: an empty element list must not pass for it."""
+    blob = pickle.dumps(np.empty(0, dtype=object), protocol=2)
+    state_shape = b"K\x01K\x00\x85q"  # version 1, shape (0,)
+    assert state_shape in blob
+    blob = blob.replace(state_shape, b"K\x01\x8a\x05\x00\x00\x00\x00\x01"
+                                     b"\x8a\x05\x00\x00\x00\x00\x01\x86q")
+    with pytest.raises(RefusedPickle, match="without as many elements"):
+        decode_object_array(blob)
