@@ -143,6 +143,7 @@ query_dst_md = 133
 query_diff_dst_md = 134
 query_workspace_md = 135
 query_scratchpad_md = 136
+query_submemory_offset_s64 = 259
 query_ndims_s32 = 256
 query_dims = 257
 query_data_type = 258
