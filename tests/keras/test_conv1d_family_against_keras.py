@@ -181,3 +181,37 @@ def test_a_model_of_the_family_crosses_to_keras_and_back():
     clone = kk.Model.from_config(json.loads(json.dumps(theirs.get_config())))
     clone.set_weights(ours.get_weights())
     np.testing.assert_allclose(clone.predict(x, verbose=0), expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+def test_the_1d_layers_run_no_reference_kernels(data_format):
+    """The primitives of a training step through every 1D layer (the process-wide cache is
+    emptied first, so only this model's are looked at) are oneDNN's real kernels: the
+    depthwise convolutions its depthwise ones, none its reference kernels."""
+    import numpy as np
+
+    from kiln.binding.primitive import primitive_cache
+    primitive_cache.clear()
+    L, f = kk.layers, dict(data_format=data_format)
+    inputs = kk.Input((32, 16) if data_format == CL else (16, 32))
+    x = L.Conv1D(16, 3, padding="same", activation="relu", **f)(inputs)
+    x = L.DepthwiseConv1D(3, padding="same", **f)(x)
+    x = L.SeparableConv1D(16, 3, strides=2, padding="same", **f)(x)
+    x = L.MaxPooling1D(2, **f)(x)
+    x = L.AveragePooling1D(2, padding="same", **f)(x)
+    x = L.Conv1DTranspose(16, 2, strides=2, **f)(x)
+    x = L.UpSampling1D(2)(L.ZeroPadding1D(1, **f)(x))
+    x = L.SpatialDropout1D(0.2)(L.Cropping1D((1, 1))(x))
+    x = L.GlobalAveragePooling1D(**f)(x)
+    model = kk.Model(inputs, L.Dense(2, activation="softmax")(L.RepeatVector(1)(x)[:, 0]))
+    model.compile(optimizer="sgd", loss="categorical_crossentropy")
+    x_data = np.random.default_rng(0).normal(size=(4, *inputs.shape[1:])).astype(np.float32)
+    model.fit(x_data, np.eye(2, dtype=np.float32)[[0, 1, 0, 1]], epochs=1, verbose=0)
+    implementations = {str(key[0]): primitive.pd.implementation
+                       for key, primitive in primitive_cache._entries.items()
+                       if isinstance(key, tuple)}
+    assert any(name.startswith(("pool", "pooling")) for name in implementations)
+    for name, implementation in implementations.items():
+        assert not implementation.startswith("ref"), (name, implementation)
+    if data_format == CL:
+        assert any("_dw" in implementation for implementation in implementations.values())
