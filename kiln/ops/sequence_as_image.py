@@ -69,15 +69,15 @@ class SequenceAsImageOp(Op):
     # -- forward and backward -----------------------------------------------------------------
     def forward(self, builder, x, need_input_grad=True):
         self._check_rank(x.dims)
-        data_type = x.memory.desc.data_type
 
         def image_view(memory, dims, label, backward=False):
             """`memory` (a sequence in any layout) reordered to plain (no call when it is),
             and the image view of those bytes."""
-            plain = builder.reorder(memory, MemoryDesc.with_tag(dims, data_type), label,
+            own_type = memory.desc.data_type
+            plain = builder.reorder(memory, MemoryDesc.with_tag(dims, own_type), label,
                                     backward=backward)
             return plain, builder.keep(plain).view(MemoryDesc.with_tag(
-                self.as_image(dims), data_type, self.tag))
+                self.as_image(dims), own_type, self.tag))
 
         def sequence_view(memory, dims, label, backward=False):
             """`memory` (an image in any layout) reordered to plain, seen as the sequence
