@@ -1,0 +1,180 @@
+"""SimpleRNN, LSTM and GRU against real Keras 3 (JAX backend), through the shared checker
+(keras_oracle.py): weight names, shapes, paths (in the layer's cell) and order, predictions
+and training steps from the same weights, for return_sequences, return_state, go_backwards,
+initial_state, both GRU variants and SimpleRNN's activations; get_config equal to Keras's;
+what is not supported yet refused naming the layer and the argument."""
+
+import numpy as np
+import pytest
+from keras_oracle import check_against_keras
+
+from kiln import keras as kk
+
+keras_real = pytest.importorskip("keras")  # keras_oracle chose the JAX backend
+
+pytestmark = [
+    pytest.mark.usefixtures("kiln_keras_env"),
+    pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword"
+                               ":DeprecationWarning"),
+]
+
+T, C, UNITS = 5, 3, 4
+
+LAYERS = {
+    "lstm": lambda L, **kw: L.LSTM(UNITS, **kw),
+    "gru": lambda L, **kw: L.GRU(UNITS, **kw),
+    "gru_reset_before": lambda L, **kw: L.GRU(UNITS, reset_after=False, **kw),
+    "simple_rnn": lambda L, **kw: L.SimpleRNN(UNITS, **kw),
+    "simple_rnn_relu": lambda L, **kw: L.SimpleRNN(UNITS, activation="relu", **kw),
+    "simple_rnn_sigmoid": lambda L, **kw: L.SimpleRNN(UNITS, activation="sigmoid", **kw),
+}
+STATES = {"lstm": 2}
+
+
+def classifier(make, **options):
+    """Input (T, C) -> the layer -> (Flatten of a sequence) -> Dense softmax (3 classes)."""
+    def build(K):
+        inputs = K.Input((T, C))
+        x = make(K.layers, **options)(inputs)
+        if options.get("return_sequences"):
+            x = K.layers.Flatten()(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    return build
+
+
+@pytest.mark.parametrize("kind", sorted(LAYERS))
+@pytest.mark.parametrize("options", [{}, {"return_sequences": True, "go_backwards": True}],
+                         ids=["last", "sequences_backwards"])
+def test_layer_against_keras(kind, options):
+    check_against_keras(classifier(LAYERS[kind], **options), optimizers=("adam",))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_sequences_and_backwards_alone(kind):
+    check_against_keras(classifier(LAYERS[kind], return_sequences=True),
+                        optimizers=("sgd", "sgd_momentum"))
+    check_against_keras(classifier(LAYERS[kind], go_backwards=True), optimizers=("sgd",))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+@pytest.mark.parametrize("sequences", [False, True])
+def test_return_state_feeds_the_head(kind, sequences):
+    """[output, h (, c)] all read by the classifier: the states' gradients reach the layer."""
+    def build(K):
+        inputs = K.Input((T, C))
+        output, *states = LAYERS[kind](K.layers, return_state=True,
+                                       return_sequences=sequences)(inputs)
+        if sequences:
+            output = K.layers.Flatten()(output)
+        x = K.layers.Concatenate()([output, *states])
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("sgd",))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+def test_states_only(kind):
+    """The sequence output unread: the backward still runs from the states' gradients."""
+    def build(K):
+        inputs = K.Input((T, C))
+        _, *states = LAYERS[kind](K.layers, return_state=True, go_backwards=True)(inputs)
+        x = states[-1]
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("sgd",))
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+def test_initial_state_from_other_tensors(kind):
+    """Initial states computed by Dense layers from a second input: their gradients train
+    those layers."""
+    def build(K):
+        sequence, context = K.Input((T, C)), K.Input((2,))
+        states = [K.layers.Dense(UNITS, activation="tanh")(context)
+                  for _ in range(STATES.get(kind, 1))]
+        x = LAYERS[kind](K.layers)(sequence, initial_state=states)
+        return K.Model([sequence, context], K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("sgd",))
+
+
+def test_stacked_layers_predict_and_train():
+    def build(K):
+        inputs = K.Input((T, C))
+        x = K.layers.GRU(5, return_sequences=True)(inputs)
+        x = K.layers.LSTM(UNITS, go_backwards=True)(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("adam",))
+
+
+def test_multi_output_predict():
+    def build(K):
+        inputs = K.Input((T, C))
+        return K.Model(inputs, K.layers.LSTM(UNITS, return_sequences=True,
+                                             return_state=True)(inputs))
+    check_against_keras(build, train=False)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L: L.LSTM(3), lambda L: L.GRU(3), lambda L: L.GRU(3, reset_after=False),
+    lambda L: L.SimpleRNN(3, activation="relu", return_sequences=True, go_backwards=True),
+    lambda L: L.LSTM(2, unit_forget_bias=False, use_bias=False, return_state=True,
+                     kernel_regularizer="l2", recurrent_initializer="glorot_uniform",
+                     unroll=True, seed=3),
+])
+def test_config_equals_keras(make):
+    ours, theirs = make(kk.layers), make(keras_real.layers)
+    ours_config, theirs_config = ours.get_config(), theirs.get_config()
+    assert ours_config.pop("name").split("_")[0] == theirs_config.pop("name").split("_")[0]
+    assert ours_config == theirs_config
+    again = type(ours).from_config(ours.get_config())
+    assert again.get_config() == ours.get_config()
+
+
+def test_weights_live_in_the_cell_as_keras():
+    ours, theirs = kk.layers.LSTM(3, name="l"), keras_real.layers.LSTM(3, name="l")
+    ours(kk.Input((T, C)))
+    theirs(keras_real.Input((T, C)))
+    assert [w.name for w in ours.weights] == [w.name for w in theirs.weights]
+    assert [w.path for w in ours.weights] == [w.path for w in theirs.weights]
+    assert ours.cell.kernel.shape == tuple(theirs.cell.kernel.shape)
+    # unit_forget_bias: the forget gate's bias starts at one
+    np.testing.assert_array_equal(ours.cell.bias.numpy(), np.repeat([0.0, 1.0, 0.0, 0.0], 3))
+
+
+@pytest.mark.parametrize("make,argument", [
+    (lambda L: L.LSTM(3, dropout=0.2, name="r"), "dropout"),
+    (lambda L: L.GRU(3, recurrent_dropout=0.1, name="r"), "recurrent_dropout"),
+    (lambda L: L.SimpleRNN(3, stateful=True, name="r"), "stateful"),
+    (lambda L: L.LSTM(3, activation="relu", name="r"), "activation"),
+    (lambda L: L.GRU(3, recurrent_activation="hard_sigmoid", name="r"), "recurrent_activation"),
+    (lambda L: L.SimpleRNN(3, activation="elu", name="r"), "activation"),
+])
+def test_unsupported_arguments_name_layer_and_argument(make, argument):
+    with pytest.raises(NotImplementedError, match=rf"'r'.*argument {argument}"):
+        make(kk.layers)
+    make(keras_real.layers)  # Keras accepts it
+
+
+def test_keras2_spellings():
+    layer = kk.layers.LSTM(3, implementation=2, input_length=T, input_dim=C)
+    model = kk.models.Sequential([layer])
+    assert model.predict(np.zeros((2, T, C), np.float32)).shape == (2, 3)
+
+
+def test_wrong_initial_state_count_names_the_layer():
+    inputs = kk.Input((T, C))
+    with pytest.raises(ValueError, match=r"LSTM 'r'.*initial_state"):
+        kk.layers.LSTM(3, name="r")(inputs, initial_state=[kk.Input((3,))])
+
+
+def test_lstm_learns_a_sequence_task():
+    """Input (T, C) -> LSTM -> Dense: which of two channels had the larger sum over time."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(0, 1, (512, 12, 2)).astype(np.float32)
+    labels = (x[:, :, 0].sum(axis=1) > x[:, :, 1].sum(axis=1)).astype(int)
+    y = np.eye(2, dtype=np.float32)[labels]
+    model = kk.models.Sequential([kk.Input((12, 2)), kk.layers.LSTM(16),
+                                  kk.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=kk.optimizers.Adam(0.01), loss="categorical_crossentropy",
+                  metrics=["accuracy"])
+    model.fit(x[:384], y[:384], epochs=15, batch_size=32, verbose=0)
+    _, accuracy = model.evaluate(x[384:], y[384:], verbose=0)
+    assert accuracy > 0.9
