@@ -230,7 +230,7 @@ class RecurrentOp(Op):
             if self.go_backwards:
                 output = self._reversed(builder, sequence, (n, t, units), builder.add_forward,
                                         f"{self.name} output in processing order")
-        output = self._to_data_type(builder, output, builder.add_forward, "output")
+        output = self._to_data_type(builder, output)
         result = RecurrentTensor(output, x.data_format, states=finals)
 
         def backward(grad):
@@ -255,13 +255,12 @@ class RecurrentOp(Op):
         add(builder.memory_kernel(kernels.reverse_time, (memory, target, *dims), label))
         return target
 
-    def _to_data_type(self, builder, memory, add, what):
-        """`memory` in the plan's activation type (a bf16 plan: one conversion)."""
+    def _to_data_type(self, builder, memory):
+        """The output in the plan's activation type (a bf16 plan: one conversion)."""
         if builder.data_type == F32:
             return memory
         return builder.reorder(memory, MemoryDesc.with_tag(memory.desc.dims, builder.data_type),
-                               f"{self.name} {what} to the plan's data type",
-                               backward=add is not builder.add_forward)
+                               f"{self.name} output to the plan's data type")
 
     # -- backward -----------------------------------------------------------------------------
     def _backward(self, builder, grad, result, memories, descs, fwd, workspace, names,

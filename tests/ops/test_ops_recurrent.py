@@ -176,3 +176,47 @@ def test_two_steps_overwrite_weight_gradients():
     second = harness.run(dys)[2]
     for a, b in zip(first, second, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+def test_bf16_plan_runs_the_primitive_in_f32_between_conversions():
+    """Under a bf16 plan the op reads bf16 activations and hands bf16 on; the primitive runs
+    in f32 (no native bf16 RNN is assumed), so the result is the f32 one rounded."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(0, 1, (N, T, C)).astype(np.float32)
+    weights = keras_weights("gru", rng)
+    store = ParameterStore()
+    op = RecurrentOp("rnn", LBR_GRU, UNITS, return_sequences=True, go_backwards=True)
+    for name, (dims, tag), value in zip(op.parameter_names([x.shape]),
+                                        op.parameter_dims([x.shape]).values(), weights,
+                                        strict=True):
+        store.add(name, dims, tag, value)
+    builder = PlanBuilder(store, training=True, data_type=dnnl.bf16)
+    source = Memory(MemoryDesc.with_tag(x.shape, dnnl.f32))
+    source.as_array()[:] = x.reshape(-1)
+    bf16_input = builder.reorder(source, MemoryDesc.with_tag(x.shape, dnnl.bf16), "to bf16")
+    output, backward = op.forward(builder, [Tensor(bf16_input)], [True])
+    assert output.memory.desc.data_type == dnnl.bf16
+    result = builder.keep(builder.reorder(output.memory, MemoryDesc.with_tag(
+        output.dims, dnnl.f32), "to f32"))
+    dy = Memory(MemoryDesc.with_tag(output.dims, dnnl.f32))
+    dy_values = rng.normal(0, 1, output.dims).astype(np.float32)
+    dy.as_array()[:] = dy_values.reshape(-1)
+    grad = builder.keep(backward(builder.reorder(dy, MemoryDesc.with_tag(
+        output.dims, dnnl.bf16), "dy to bf16", backward=True))[0])
+    builder.finish()
+    store.pack()
+    for call in builder.forward_calls + builder.backward_calls:
+        call.run()
+    expected, _ = recurrent_reference("gru", x.astype(np.float64), weights, UNITS,
+                                      return_sequences=True, go_backwards=True)
+    np.testing.assert_allclose(result.as_array().reshape(expected.shape), expected,
+                               rtol=2e-2, atol=2e-2)
+    assert grad.desc.data_type == dnnl.f32
+    analytic = grad.as_array().reshape(x.shape)
+    eps, index = 1e-3, (1, 2, 0)
+
+    def f(value):
+        return objective("gru", value, weights, [], [dy_values], return_sequences=True,
+                         go_backwards=True)
+    assert analytic[index] == pytest.approx(numeric_gradient(f, x.astype(np.float64), index,
+                                                             eps), rel=5e-2, abs=5e-2)

@@ -178,3 +178,56 @@ def test_lstm_learns_a_sequence_task():
     model.fit(x[:384], y[:384], epochs=15, batch_size=32, verbose=0)
     _, accuracy = model.evaluate(x[384:], y[384:], verbose=0)
     assert accuracy > 0.9
+
+
+def test_frozen_layer_between_trained_ones():
+    """A frozen GRU still passes gradients to the Dense layers computing its initial state."""
+    def build(K):
+        sequence, context = K.Input((T, C)), K.Input((2,))
+        state = K.layers.Dense(UNITS, activation="tanh")(context)
+        recurrent = K.layers.GRU(UNITS)
+        recurrent.trainable = False
+        x = recurrent(sequence, initial_state=[state])
+        return K.Model([sequence, context], K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("sgd",))
+
+
+def test_penalties_and_constraints_on_the_three_weights():
+    def build(K):
+        inputs = K.Input((T, C))
+        x = K.layers.LSTM(UNITS, kernel_regularizer=K.regularizers.L2(0.1),
+                          recurrent_regularizer=K.regularizers.L1(0.05),
+                          bias_regularizer=K.regularizers.L2(0.2),
+                          recurrent_constraint=K.constraints.MaxNorm(0.5),
+                          bias_constraint=K.constraints.NonNeg())(inputs)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    # (the losses fit reports hold the penalties, a plain forward's does not)
+    check_against_keras(build, optimizers=("sgd",), training_forward=False)
+
+
+def test_predict_before_training_then_train():
+    """An inference plan first lays the weights out for its own primitive; training after it
+    still matches Keras."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 1, (6, T, C)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 6)]
+    models = [classifier(LAYERS["lstm"], return_sequences=True)(K) for K in (kk, keras_real)]
+    models[1].set_weights(models[0].get_weights())
+    for model, K in zip(models, (kk, keras_real), strict=True):
+        model.predict(x, verbose=0)
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="categorical_crossentropy")
+        model.fit(x, y, epochs=2, batch_size=6, shuffle=False, verbose=0)
+    for ours, theirs in zip(models[0].get_weights(), models[1].get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(models[0].predict(x, verbose=0),
+                               models[1].predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+
+
+def test_orthogonal_initializer():
+    values = kk.initializers.get("orthogonal", "test")((6, 9))
+    np.testing.assert_allclose(values @ values.T, np.eye(6), atol=1e-5)
+    tall = kk.initializers.get("Orthogonal", "test")((9, 4))
+    np.testing.assert_allclose(tall.T @ tall, np.eye(4), atol=1e-5)
+    layer = kk.layers.GRU(3, kernel_initializer="orthogonal")
+    assert layer.get_config()["kernel_initializer"] == keras_real.layers.GRU(
+        3, kernel_initializer="orthogonal").get_config()["kernel_initializer"]
