@@ -231,3 +231,21 @@ def test_orthogonal_initializer():
     layer = kk.layers.GRU(3, kernel_initializer="orthogonal")
     assert layer.get_config()["kernel_initializer"] == keras_real.layers.GRU(
         3, kernel_initializer="orthogonal").get_config()["kernel_initializer"]
+
+
+def test_layer_called_twice_shares_its_weights():
+    def build(K):
+        first, second = K.Input((T, C)), K.Input((T, C))
+        shared = K.layers.GRU(UNITS)
+        x = K.layers.Concatenate()([shared(first), shared(second)])
+        return K.Model([first, second], K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("sgd",))
+
+
+def test_summary_lists_the_outputs(capsys):
+    inputs = kk.Input((T, C))
+    outputs = kk.layers.LSTM(UNITS, return_state=True, name="r")(inputs)
+    model = kk.Model(inputs, outputs)
+    model.summary()
+    text = capsys.readouterr().out
+    assert "LSTM" in text and str(model.count_params()) in text
