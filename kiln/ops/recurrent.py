@@ -5,7 +5,7 @@ RNN backward primitive), never a loop over time steps here.
 Inputs: the sequence x (N, T, C), then optionally the initial states (N, units): h, and c for
 an LSTM. Output: the sequence (N, T, units) with `return_sequences`, else the last state h
 (N, units). With `return_state` the final states are other tensors of the graph:
-`RecurrentStateOp` nodes read them from this op's output (a node has one output).
+`RecurrentStateOp` nodes read them from this op's output (recurrent_state.py).
 
 Layouts: kiln's (N, T, C) bytes are oneDNN's `ntc` layer tensors (logical (T, N, C)); an
 (N, units) state is `ldnc` (1, 1, N, units). Keras's kernels (I, G * units) are `ldigo`
@@ -23,14 +23,14 @@ The primitives run in f32: under a bf16 plan the op converts its input and outpu
 edges (a native bf16 RNN needs avx512_bf16 / AMX, see docs/recurrent.md).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from ..binding.memory import MemoryDesc
 from . import recurrent_kernels as kernels
 from .base import Op
-from .tensor import Tensor
+from .recurrent_state import RecurrentTensor
 
 F32 = dnnl.f32
 
@@ -58,32 +58,51 @@ LBR_GRU = Cell("lbr_gru", 3, 4)  # Keras's reset_after=True
 VANILLA_ACTIVATIONS = {"tanh": dnnl.eltwise_tanh, "relu": dnnl.eltwise_relu,
                        "sigmoid": dnnl.eltwise_logistic}
 
-LAYER_TENSORS = ("src_layer", "src_iter", "src_iter_c", "weights_layer", "weights_iter",
-                 "bias", "dst_layer", "dst_iter", "dst_iter_c")
-
-
-@dataclass
-class RecurrentTensor(Tensor):
-    """The op's output, with the final states for RecurrentStateOp: `states` {'h', 'c'} ->
-    Memory (N, units); `state_grads` the gradients its state nodes planned, read by the
-    op's backward (which runs after theirs)."""
-
-    states: dict = field(default_factory=dict)
-    state_grads: dict = field(default_factory=dict)
-    zero_grad_handed: bool = False
+# the primitives' tensors in the header's order: name -> (argument, its gradient's argument)
+TENSORS = {
+    "src_layer": (dnnl.ARG_SRC_LAYER, dnnl.ARG_DIFF_SRC_LAYER),
+    "src_iter": (dnnl.ARG_SRC_ITER, dnnl.ARG_DIFF_SRC_ITER),
+    "src_iter_c": (dnnl.ARG_SRC_ITER_C, dnnl.ARG_DIFF_SRC_ITER_C),
+    "weights_layer": (dnnl.ARG_WEIGHTS_LAYER, dnnl.ARG_DIFF_WEIGHTS_LAYER),
+    "weights_iter": (dnnl.ARG_WEIGHTS_ITER, dnnl.ARG_DIFF_WEIGHTS_ITER),
+    "bias": (dnnl.ARG_BIAS, dnnl.ARG_DIFF_BIAS),
+    "dst_layer": (dnnl.ARG_DST_LAYER, dnnl.ARG_DIFF_DST_LAYER),
+    "dst_iter": (dnnl.ARG_DST_ITER, dnnl.ARG_DIFF_DST_ITER),
+    "dst_iter_c": (dnnl.ARG_DST_ITER_C, dnnl.ARG_DIFF_DST_ITER_C),
+}
+WEIGHTS = {"weights_layer": "kernel", "weights_iter": "recurrent_kernel"}  # -> Keras names
 
 
 def _plain(dims):
     return MemoryDesc.with_tag(dims, F32)
 
 
-def _sequence(n, t, c):
+def _sequence(memory):
     """A plain (N, T, C) buffer as oneDNN's layer tensor: logical (T, N, C) in ntc."""
-    return MemoryDesc.with_tag((t, n, c), F32, dnnl.ntc)
+    n, t, c = memory.desc.dims
+    return memory.view(MemoryDesc.with_tag((t, n, c), F32, dnnl.ntc))
 
 
-def _state(n, units):
-    return MemoryDesc.with_tag((1, 1, n, units), F32, dnnl.ldnc)
+def _state(memory):
+    """A plain (N, units) buffer as oneDNN's state tensor (1, 1, N, units) in ldnc."""
+    return memory.view(MemoryDesc.with_tag((1, 1, *memory.desc.dims), F32, dnnl.ldnc))
+
+
+@dataclass
+class Planned:
+    """What forward planned and backward reads: the primitive's tensors (`memories`, by the
+    names of TENSORS, weights left out), their descriptors, the forward primitive and its
+    workspace, the output tensor (with its states' gradients), weight names, and which inputs
+    need a gradient."""
+
+    memories: dict
+    descs: dict
+    fwd: object
+    workspace: object
+    result: RecurrentTensor
+    names: dict
+    need_input_grad: list
+    shapes: str
 
 
 class RecurrentOp(Op):
@@ -148,96 +167,84 @@ class RecurrentOp(Op):
         return [f"{self.weights}/{short}" for short in self.parameter_dims(input_dims)]
 
     # -- primitive descriptors ----------------------------------------------------------------
-    def _arguments(self, descs):
-        """The layer's descriptors in the header's order (an LSTM's peephole and projection
-        weights are absent: None)."""
-        if self.cell.cell_state:
-            return [descs.get(k) for k in LAYER_TENSORS[:5]] + [None, None] + [
-                descs.get(k) for k in LAYER_TENSORS[5:]]
-        return [descs.get(k) for k in LAYER_TENSORS if not k.endswith("_c")]
-
     def _descriptor(self, what, shapes, prop_kind, descs, diff_descs=None, hint=None):
+        """(key, make) of the forward or backward primitive: prop kind, (the vanilla cell's
+        activation,) direction, the tensors (and their gradients') in the header's order (an
+        LSTM's peephole and projection weights absent), flags (, alpha, beta), (hint)."""
+        def ordered(table):
+            names = [k for k in TENSORS if self.cell.cell_state or not k.endswith("_c")]
+            tensors = [table.get(k) for k in names]
+            if self.cell.cell_state:  # peephole and projection weights, after weights_iter
+                tensors[5:5] = [None, None]
+            return tensors
+
         direction = (dnnl.unidirectional_right2left if self.go_backwards
                      else dnnl.unidirectional_left2right)
         vanilla = self.cell is VANILLA_RNN
         head = (prop_kind, VANILLA_ACTIVATIONS[self.activation], direction) if vanilla \
             else (prop_kind, direction)
-        tensors = self._arguments(descs)
-        flags = dnnl.rnn_flags_undef
-        if diff_descs is not None:
-            tensors += self._arguments(diff_descs)
-            flags = dnnl.rnn_flags_diff_weights_overwrite
+        tensors, flags = ordered(descs), dnnl.rnn_flags_undef
+        if diff_descs is not None:  # backward writes the weights' gradients, never adds
+            tensors, flags = tensors + ordered(diff_descs), dnnl.rnn_flags_diff_weights_overwrite
         tail = (flags, 0.0, 0.0) if vanilla else (flags,)
         hints = () if hint is None else (hint.pd,)
         return descriptor(self.cell.create_function(what), f"{self.cell.primitive} {what}",
                           shapes, *head, *tensors, *tail, *hints)
+
+    def _weights(self, builder, pd, names):
+        """The kernels in the layouts the primitive `pd` chose."""
+        return {key: builder.param(names[short], pd.md(dnnl.query_exec_arg_md,
+                                                       TENSORS[key][0]))
+                for key, short in WEIGHTS.items()}
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, builder, xs, need_input_grad):
         x, initial = xs[0], xs[1:]
         n, t, c = x.dims
         units, cell = self.units, self.cell
-        shapes = f"{type(self).__name__} '{self.name}' input {list(x.dims)} units {units}"
+        shapes = f"RNN '{self.name}' ({cell.primitive}) input {list(x.dims)} units {units}"
         names = dict(zip(("kernel", "recurrent_kernel", "bias"),
                          self.parameter_names([x.dims]), strict=False))
-
-        src = builder.reorder(x.memory, _plain((n, t, c)), f"{self.name} input")
-        memories = {"src_layer": src.view(_sequence(n, t, c))}
+        memories = {"src_layer": _sequence(builder.reorder(x.memory, _plain((n, t, c)),
+                                                           f"{self.name} input"))}
         for state, tensor in zip(self.states, initial, strict=False):
-            plain = builder.reorder(tensor.memory, _plain((n, units)),
-                                    f"{self.name} initial state {state}")
-            memories["src_iter" if state == "h" else "src_iter_c"] = plain.view(_state(n, units))
+            memories["src_iter" + ("_c" if state == "c" else "")] = _state(builder.reorder(
+                tensor.memory, _plain((n, units)), f"{self.name} initial state {state}"))
         sequence = builder.allocate(_plain((n, t, units)))
         finals = {state: builder.keep(builder.allocate(_plain((n, units))))
                   for state in self.states}
-        memories["dst_layer"] = sequence.view(_sequence(n, t, units))
-        memories["dst_iter"] = finals["h"].view(_state(n, units))
-        if cell.cell_state:
-            memories["dst_iter_c"] = finals["c"].view(_state(n, units))
-        bias_desc = MemoryDesc.with_tag((1, 1, cell.bias_gates, units), F32, dnnl.ldgo)
+        memories["dst_layer"] = _sequence(sequence)
+        for state, final in finals.items():
+            memories["dst_iter" + ("_c" if state == "c" else "")] = _state(final)
         descs = {key: memory.desc for key, memory in memories.items()}
         descs["weights_layer"] = MemoryDesc.any((1, 1, c, cell.gates, units), F32)
         descs["weights_iter"] = MemoryDesc.any((1, 1, units, cell.gates, units), F32)
         if self.use_bias:
-            descs["bias"] = bias_desc
+            descs["bias"] = MemoryDesc.with_tag((1, 1, cell.bias_gates, units), F32, dnnl.ldgo)
+            memories["bias"] = self._bias(builder, names["bias"], descs["bias"])
         fwd = builder.primitive(*self._descriptor("forward", shapes, builder.prop_kind, descs))
-
-        def weights(pd, argument, name):
-            return builder.param(name, pd.md(dnnl.query_exec_arg_md, argument))
-
-        args = {dnnl.ARG_SRC_LAYER: memories["src_layer"],
-                dnnl.ARG_WEIGHTS_LAYER: weights(fwd.pd, dnnl.ARG_WEIGHTS_LAYER, names["kernel"]),
-                dnnl.ARG_WEIGHTS_ITER: weights(fwd.pd, dnnl.ARG_WEIGHTS_ITER,
-                                               names["recurrent_kernel"]),
-                dnnl.ARG_DST_LAYER: memories["dst_layer"], dnnl.ARG_DST_ITER: memories["dst_iter"]}
-        for key, argument in (("src_iter", dnnl.ARG_SRC_ITER),
-                              ("src_iter_c", dnnl.ARG_SRC_ITER_C),
-                              ("dst_iter_c", dnnl.ARG_DST_ITER_C)):
-            if key in memories:
-                args[argument] = memories[key]
-        if self.use_bias:
-            memories["bias"] = args[dnnl.ARG_BIAS] = self._bias(builder, names["bias"],
-                                                                bias_desc)
+        args = {TENSORS[key][0]: memory for key, memory in
+                {**memories, **self._weights(builder, fwd.pd, names)}.items()}
         workspace = None
         if builder.training:
-            workspace = builder.allocate(fwd.pd.md(dnnl.query_workspace_md))
-            args[dnnl.ARG_WORKSPACE] = workspace
+            workspace = args[dnnl.ARG_WORKSPACE] = builder.allocate(
+                fwd.pd.md(dnnl.query_workspace_md))
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
 
         output = finals["h"]
         if self.return_sequences:
             output = sequence
             if self.go_backwards:
-                output = self._reversed(builder, sequence, (n, t, units), builder.add_forward,
+                output = self._reversed(builder, sequence, builder.add_forward,
                                         f"{self.name} output in processing order")
-        output = self._to_data_type(builder, output)
+        if builder.data_type != F32:  # a bf16 plan: one conversion
+            output = builder.reorder(output, MemoryDesc.with_tag(output.desc.dims,
+                                                                 builder.data_type),
+                                     f"{self.name} output to the plan's data type")
         result = RecurrentTensor(output, x.data_format, states=finals)
-
-        def backward(grad):
-            return self._backward(builder, grad, result, memories, descs, fwd, workspace,
-                                  names, need_input_grad, shapes)
-
-        return result, backward
+        planned = Planned(memories, descs, fwd, workspace, result, names,
+                          list(need_input_grad), shapes)
+        return result, lambda grad: self._backward(builder, grad, planned)
 
     def _bias(self, builder, name, desc):
         """The primitive's bias: the stored one, or a reset_after GRU's folded once a step."""
@@ -250,26 +257,21 @@ class RecurrentOp(Op):
             f"{self.name} bias folded for the linear-before-reset GRU"))
         return folded
 
-    def _reversed(self, builder, memory, dims, add, label):
-        target = builder.allocate(_plain(dims))
-        add(builder.memory_kernel(kernels.reverse_time, (memory, target, *dims), label))
+    def _reversed(self, builder, memory, add, label):
+        """A plain (N, T, C) buffer reversed in time, by a call planned with `add`."""
+        target = builder.allocate(memory.desc)
+        add(builder.memory_kernel(kernels.reverse_time, (memory, target, *memory.desc.dims),
+                                  label))
         return target
 
-    def _to_data_type(self, builder, memory):
-        """The output in the plan's activation type (a bf16 plan: one conversion)."""
-        if builder.data_type == F32:
-            return memory
-        return builder.reorder(memory, MemoryDesc.with_tag(memory.desc.dims, builder.data_type),
-                               f"{self.name} output to the plan's data type")
-
     # -- backward -----------------------------------------------------------------------------
-    def _backward(self, builder, grad, result, memories, descs, fwd, workspace, names,
-                  need_input_grad, shapes):
-        t, n, c = memories["src_layer"].desc.dims
+    def _output_grads(self, builder, grad, planned):
+        """The gradients of dst_layer, dst_iter (and dst_iter_c): from the op's output and
+        from the state nodes (recurrent_state.py); zeros where none arrives."""
+        t, n, _ = planned.memories["src_layer"].desc.dims
         units = self.units
-        pending = result.state_grads
 
-        def zeros(dims):  # a gradient nothing reaches: zeros of its own, never written
+        def zeros(dims):  # its own bytes, never written
             memory = builder.keep(builder.allocate(_plain(dims)))
             builder.share(memory)
             return memory
@@ -278,82 +280,71 @@ class RecurrentOp(Op):
             return builder.reorder(memory, _plain(dims), f"{self.name} {what} gradient",
                                    backward=True)
 
+        pending = planned.result.state_grads
         state_grads = {state: [pending[state]] if state in pending else []
                        for state in self.states}
         if self.return_sequences:
             sequence_grad = plain(grad, (n, t, units), "output")
             if self.go_backwards:
-                sequence_grad = self._reversed(builder, sequence_grad, (n, t, units),
-                                               builder.add_backward,
+                sequence_grad = self._reversed(builder, sequence_grad, builder.add_backward,
                                                f"{self.name} output gradient in input order")
-        else:
+        else:  # the output is the final h
             sequence_grad = zeros((n, t, units))
             state_grads["h"].insert(0, grad)
-        diff = {"dst_layer": sequence_grad.view(_sequence(n, t, units))}
-        for state in self.states:
-            parts = [plain(g, (n, units), f"final state {state}") for g in state_grads[state]]
+        grads = {"dst_layer": _sequence(sequence_grad)}
+        for state, parts in state_grads.items():
+            parts = [plain(g, (n, units), f"final state {state}") for g in parts]
             if not parts:
                 total = zeros((n, units))
             elif len(parts) == 1:
                 total = parts[0]
-            else:
+            else:  # return_sequences=False and return_state: the output is the state h
                 total = builder.allocate(_plain((n, units)))
                 builder.add_sum(total, parts, f"{self.name} final state {state} gradients")
-            diff["dst_iter" if state == "h" else "dst_iter_c"] = total.view(_state(n, units))
+            grads["dst_iter" + ("_c" if state == "c" else "")] = _state(total)
+        return grads
+
+    def _backward(self, builder, grad, planned):
+        memories, descs, names = planned.memories, planned.descs, planned.names
+        t, n, c = memories["src_layer"].desc.dims
+        grads = self._output_grads(builder, grad, planned)
         input_grads = {"src_layer": builder.allocate(_plain((n, t, c)))}
-        diff["src_layer"] = input_grads["src_layer"].view(_sequence(n, t, c))
+        grads["src_layer"] = _sequence(input_grads["src_layer"])
         for key in ("src_iter", "src_iter_c"):
             if key in memories:
-                input_grads[key] = builder.allocate(_plain((n, units)))
-                diff[key] = input_grads[key].view(_state(n, units))
-        diff_descs = {key: memory.desc for key, memory in diff.items()}
-        for key in ("weights_layer", "weights_iter", "bias"):
-            if key in descs:
-                diff_descs[key] = (descs[key] if key == "bias"
-                                   else MemoryDesc.any(descs[key].dims, F32))
-        bwd = builder.primitive(*self._descriptor("backward", shapes, dnnl.backward, descs,
-                                                  diff_descs, fwd))
-
-        def weight_grad(argument, name):
-            desc = bwd.pd.md(dnnl.query_exec_arg_md, argument)
-            if builder.wants_grad(name):
-                return builder.param_grad(name, desc)
-            return builder.allocate(desc)  # computed by the primitive, not kept
-
-        args = {dnnl.ARG_SRC_LAYER: memories["src_layer"],
-                dnnl.ARG_DST_LAYER: memories["dst_layer"],
-                dnnl.ARG_DST_ITER: memories["dst_iter"],
-                dnnl.ARG_WEIGHTS_LAYER: builder.param(names["kernel"], bwd.pd.md(
-                    dnnl.query_exec_arg_md, dnnl.ARG_WEIGHTS_LAYER)),
-                dnnl.ARG_WEIGHTS_ITER: builder.param(names["recurrent_kernel"], bwd.pd.md(
-                    dnnl.query_exec_arg_md, dnnl.ARG_WEIGHTS_ITER)),
-                dnnl.ARG_WORKSPACE: workspace,
-                dnnl.ARG_DIFF_SRC_LAYER: diff["src_layer"],
-                dnnl.ARG_DIFF_DST_LAYER: diff["dst_layer"],
-                dnnl.ARG_DIFF_DST_ITER: diff["dst_iter"],
-                dnnl.ARG_DIFF_WEIGHTS_LAYER: weight_grad(dnnl.ARG_DIFF_WEIGHTS_LAYER,
-                                                         names["kernel"]),
-                dnnl.ARG_DIFF_WEIGHTS_ITER: weight_grad(dnnl.ARG_DIFF_WEIGHTS_ITER,
-                                                        names["recurrent_kernel"])}
-        for key, argument, diff_argument in (
-                ("src_iter", dnnl.ARG_SRC_ITER, dnnl.ARG_DIFF_SRC_ITER),
-                ("src_iter_c", dnnl.ARG_SRC_ITER_C, dnnl.ARG_DIFF_SRC_ITER_C),
-                ("dst_iter_c", dnnl.ARG_DST_ITER_C, dnnl.ARG_DIFF_DST_ITER_C)):
-            if key in memories:
-                args[argument], args[diff_argument] = memories[key], diff[key]
+                input_grads[key] = builder.allocate(_plain((n, self.units)))
+                grads[key] = _state(input_grads[key])
+        diff_descs = {key: memory.desc for key, memory in grads.items()}
+        diff_descs.update({key: MemoryDesc.any(descs[key].dims, F32) for key in WEIGHTS})
         if self.use_bias:
-            bias_grad = self._bias_grad(builder, names["bias"], descs["bias"])
-            args[dnnl.ARG_BIAS] = memories["bias"]
-            args[dnnl.ARG_DIFF_BIAS] = bias_grad[0]
+            diff_descs["bias"] = descs["bias"]
+        bwd = builder.primitive(*self._descriptor("backward", planned.shapes, dnnl.backward,
+                                                  descs, diff_descs, planned.fwd))
+
+        def weight_grad(key):
+            desc = bwd.pd.md(dnnl.query_exec_arg_md, TENSORS[key][1])
+            if builder.wants_grad(names[WEIGHTS[key]]):
+                return builder.param_grad(names[WEIGHTS[key]], desc)
+            return builder.allocate(desc)  # the primitive computes it anyway
+
+        grads.update({key: weight_grad(key) for key in WEIGHTS})
+        unfold = None
+        if self.use_bias:
+            grads["bias"], unfold = self._bias_grad(builder, names["bias"], descs["bias"])
+        args = {TENSORS[key][0]: memory for key, memory in
+                {**memories, **self._weights(builder, bwd.pd, names)}.items()}
+        args.update({TENSORS[key][1]: memory for key, memory in grads.items()})
+        args[dnnl.ARG_WORKSPACE] = planned.workspace
         builder.add_backward(builder.bind(bwd, args, f"{self.name} backward"))
-        if self.use_bias and bias_grad[1] is not None:
-            builder.add_backward(bias_grad[1])
-        keys = ("src_layer", "src_iter", "src_iter_c")[:len(need_input_grad)]
+        if unfold is not None:
+            builder.add_backward(unfold)
+        keys = ("src_layer", "src_iter", "src_iter_c")[:len(planned.need_input_grad)]
         return [input_grads[key] if need else None
-                for key, need in zip(keys, need_input_grad, strict=True)]
+                for key, need in zip(keys, planned.need_input_grad, strict=True)]
 
     def _bias_grad(self, builder, name, desc):
-        """(the primitive's bias gradient, a call to plan after it or None)."""
+        """(the primitive's bias gradient, the call unfolding it after the primitive (a
+        reset_after GRU's) or None)."""
         wanted = builder.wants_grad(name)
         if self.cell is not LBR_GRU:
             return (builder.param_grad(name, desc) if wanted else builder.allocate(desc)), None
@@ -364,40 +355,3 @@ class RecurrentOp(Op):
         return folded, builder.memory_kernel(
             kernels.unfold_reset_after_bias, (folded, keras_grad, self.units),
             f"{self.name} bias gradient unfolded for Keras's two biases")
-
-
-class RecurrentStateOp(Op):
-    """A final state ('h' or 'c') of a RecurrentOp, read from its output tensor (Keras's
-    `return_state`); its gradient is handed to that op's backward.
-
-    Args: name, state: 'h' or 'c', units."""
-
-    def __init__(self, name, state, units):
-        self.name = name
-        self.state = state
-        self.units = units
-
-    def output_dims(self, input_dims):
-        return (input_dims[0], self.units)
-
-    def forward(self, builder, x, need_input_grad=True):
-        if not isinstance(x, RecurrentTensor):
-            raise ValueError(f"state '{self.name}': reads the output of a recurrent layer")
-        memory = x.states[self.state]
-        if builder.data_type != F32:
-            memory = builder.reorder(memory, MemoryDesc.with_tag(memory.desc.dims,
-                                                                 builder.data_type),
-                                     f"{self.name} to the plan's data type")
-
-        def backward(grad):
-            x.state_grads[self.state] = grad
-            if x.zero_grad_handed:
-                return None
-            # the recurrent op's backward runs only if its output has a gradient: the first
-            # state node to plan hands it zeros (its own bytes, never written)
-            x.zero_grad_handed = True
-            zeros = builder.keep(builder.allocate(x.memory.desc))
-            builder.share(zeros)
-            return zeros
-
-        return Tensor(memory, x.data_format), backward

@@ -7,7 +7,8 @@ so does kiln, so `layer.cell.kernel`, `get_weights()` and saved files agree with
 """
 
 from ...graph.symbolic import apply
-from ...ops.recurrent import RecurrentOp, RecurrentStateOp
+from ...ops.recurrent import RecurrentOp
+from ...ops.recurrent_state import RecurrentStateOp
 from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
