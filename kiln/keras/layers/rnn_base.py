@@ -115,6 +115,8 @@ class _RecurrentLayer(Layer):
         return self.bias_initializer(shape)
 
     def build(self, input_shape):
+        if input_shape and isinstance(input_shape[0], (tuple, list)):
+            input_shape = input_shape[0]  # Keras 2's [sequences, *initial states]
         if len(input_shape) != 3:
             raise ValueError(f"{self.context}: expected a 3D input (batch, timesteps, "
                              f"features), got shape {tuple(input_shape)}")
@@ -145,6 +147,8 @@ class _RecurrentLayer(Layer):
         states = [] if initial_state is None else (
             list(initial_state) if isinstance(initial_state, (list, tuple))
             else [initial_state])
+        if isinstance(sequences, (list, tuple)):  # Keras 2: [sequences, *initial states]
+            sequences, states = sequences[0], [*sequences[1:], *states]
         if states and len(states) != len(self.state_names):
             raise ValueError(f"{self.context}: argument initial_state must hold "
                              f"{len(self.state_names)} tensor(s) of shape (batch, "

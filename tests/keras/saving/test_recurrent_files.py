@@ -57,3 +57,29 @@ def test_legacy_h5_round_trip(tmp_path, data):
     ours.save(tmp_path / "ours.h5")
     np.testing.assert_array_equal(kk.models.load_model(tmp_path / "ours.h5").predict(
         data, verbose=0), ours.predict(data, verbose=0))
+
+
+def build_with_states(K):
+    """Initial states from another input, and the final states as outputs."""
+    sequence, context = K.Input((5, 3)), K.Input((2,))
+    states = [K.layers.Dense(4)(context), K.layers.Dense(4)(context)]
+    output, h, c = K.layers.LSTM(4, return_state=True, return_sequences=True)(
+        sequence, initial_state=states)
+    return K.Model([sequence, context], [K.layers.Flatten()(output), h, c])
+
+
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_initial_and_final_states_in_files(tmp_path, suffix):
+    rng = np.random.default_rng(1)
+    data = [rng.normal(size=(4, 5, 3)).astype(np.float32),
+            rng.normal(size=(4, 2)).astype(np.float32)]
+    ours = build_with_states(kk)
+    expected = ours.predict(data, verbose=0)
+    ours.save(tmp_path / f"ours{suffix}")
+    for got, want in zip(kk.models.load_model(tmp_path / f"ours{suffix}").predict(
+            data, verbose=0), expected, strict=True):
+        np.testing.assert_array_equal(got, want)
+    if suffix == ".keras":
+        theirs = keras_real.models.load_model(tmp_path / "ours.keras")
+        for got, want in zip(theirs.predict(data, verbose=0), expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
