@@ -249,3 +249,39 @@ def test_summary_lists_the_outputs(capsys):
     model.summary()
     text = capsys.readouterr().out
     assert "LSTM" in text and str(model.count_params()) in text
+
+
+def test_after_a_convolution():
+    def build(K):
+        inputs = K.Input((8, C))
+        x = K.layers.Conv1D(4, 3, activation="relu")(inputs)
+        x = K.layers.SimpleRNN(UNITS, return_sequences=True)(x)
+        x = K.layers.GRU(UNITS, go_backwards=True)(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+    check_against_keras(build, optimizers=("sgd",))
+
+
+def test_regression_on_the_state_and_sequence_outputs():
+    """The recurrent outputs are the model's outputs, with mean squared error on each (the
+    sequence flattened: kiln's losses take (batch, features))."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(0, 1, (6, T, C)).astype(np.float32)
+    targets = [rng.normal(0, 1, (6, T * UNITS)).astype(np.float32),
+               rng.normal(0, 1, (6, UNITS)).astype(np.float32)]
+
+    def build(K):
+        inputs = K.Input((T, C))
+        sequence, state = K.layers.GRU(UNITS, return_sequences=True, return_state=True,
+                                       go_backwards=True)(inputs)
+        return K.Model(inputs, [K.layers.Flatten()(sequence), state])
+
+    models = [build(K) for K in (kk, keras_real)]
+    models[1].set_weights(models[0].get_weights())
+    losses = []
+    for model, K in zip(models, (kk, keras_real), strict=True):
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss=["mse", "mse"])
+        losses.append(model.fit(x, targets, epochs=2, batch_size=6, shuffle=False,
+                                verbose=0).history["loss"])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
+    for ours, theirs in zip(models[0].get_weights(), models[1].get_weights(), strict=True):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
