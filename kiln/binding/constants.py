@@ -164,6 +164,7 @@ query_exec_arg_md = 255  # the descriptor of an execution argument (index: its A
 query_ndims_s32 = 256
 query_dims = 257
 query_data_type = 258
+query_submemory_offset_s64 = 259
 query_format_kind = 262
 
 # engine, stream, attributes

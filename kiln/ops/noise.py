@@ -12,8 +12,8 @@ channel) and applies it with oneDNN's broadcasting binary mul, in any layout, bo
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .dropout import _mix64, keep_threshold, step_salt
 from .numba_config import PARALLEL, SERIAL, njit, prange
@@ -157,11 +157,9 @@ class SpatialDropout2DOp(Op):
             channel_mask_kernel, (mask, keep_threshold(self.rate),
                                   np.float32(1.0 / (1.0 - self.rate)), self.counter),
             f"{self.name} mask"))
-        multiply = builder.primitive(("binary mul", layout_key(desc), layout_key(mask_desc)),
-                                     lambda: PrimitiveDesc(
+        multiply = builder.primitive(*descriptor(
             "dnnl_binary_primitive_desc_create", "binary mul",
-            f"SpatialDropout2D '{self.name}' {desc}", dnnl.binary_mul, desc.handle,
-            mask_desc.handle, desc.handle, default_attributes().handle))
+            f"SpatialDropout2D '{self.name}' {desc}", dnnl.binary_mul, desc, mask_desc, desc))
         output = builder.allocate(desc)
         builder.add_forward(builder.bind(multiply, {dnnl.ARG_SRC: x.memory, dnnl.ARG_SRC_1: mask,
                                                     dnnl.ARG_DST: output},
