@@ -54,9 +54,11 @@ LSTM = Cell("lstm", 4, 4, cell_state=True)
 GRU = Cell("gru", 3, 3)
 LBR_GRU = Cell("lbr_gru", 3, 4)  # Keras's reset_after=True
 
-# SimpleRNN activations oneDNN's vanilla cell computes
-VANILLA_ACTIVATIONS = {"tanh": dnnl.eltwise_tanh, "relu": dnnl.eltwise_relu,
-                       "sigmoid": dnnl.eltwise_logistic}
+# SimpleRNN activations oneDNN's vanilla cell computes: (algorithm, alpha); a relu whose
+# negative slope is 1 is the identity, Keras's 'linear'
+VANILLA_ACTIVATIONS = {"tanh": (dnnl.eltwise_tanh, 0.0), "relu": (dnnl.eltwise_relu, 0.0),
+                       "sigmoid": (dnnl.eltwise_logistic, 0.0),
+                       "linear": (dnnl.eltwise_relu, 1.0)}
 
 # the primitives' tensors in the header's order: name -> (argument, its gradient's argument)
 TENSORS = {
@@ -110,7 +112,8 @@ class RecurrentOp(Op):
         name: the layer's name; weights: the prefix of its weight names (Keras keeps them
             in a cell: "<layer>/lstm_cell"), read as "<weights>/kernel", ...
         cell: VANILLA_RNN, LSTM, GRU or LBR_GRU; units: the state size.
-        activation: the vanilla cell's ('tanh', 'relu', 'sigmoid'); the others are fixed.
+        activation: the vanilla cell's ('tanh', 'relu', 'sigmoid', 'linear'); the others
+            are fixed.
         use_bias, return_sequences, go_backwards: as Keras's.
     """
 
@@ -181,12 +184,12 @@ class RecurrentOp(Op):
         direction = (dnnl.unidirectional_right2left if self.go_backwards
                      else dnnl.unidirectional_left2right)
         vanilla = self.cell is VANILLA_RNN
-        head = (prop_kind, VANILLA_ACTIVATIONS[self.activation], direction) if vanilla \
-            else (prop_kind, direction)
+        algorithm, alpha = VANILLA_ACTIVATIONS.get(self.activation, (None, 0.0))
+        head = (prop_kind, algorithm, direction) if vanilla else (prop_kind, direction)
         tensors, flags = ordered(descs), dnnl.rnn_flags_undef
         if diff_descs is not None:  # backward writes the weights' gradients, never adds
             tensors, flags = tensors + ordered(diff_descs), dnnl.rnn_flags_diff_weights_overwrite
-        tail = (flags, 0.0, 0.0) if vanilla else (flags,)
+        tail = (flags, alpha, 0.0) if vanilla else (flags,)
         hints = () if hint is None else (hint.pd,)
         return descriptor(self.cell.create_function(what), f"{self.cell.primitive} {what}",
                           shapes, *head, *tensors, *tail, *hints)

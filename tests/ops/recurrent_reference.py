@@ -9,7 +9,8 @@ def sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
-ACTIVATIONS = {"tanh": np.tanh, "relu": lambda z: np.maximum(z, 0.0), "sigmoid": sigmoid}
+ACTIVATIONS = {"tanh": np.tanh, "relu": lambda z: np.maximum(z, 0.0), "sigmoid": sigmoid,
+               "linear": lambda z: z}
 
 
 def _steps(x, go_backwards):

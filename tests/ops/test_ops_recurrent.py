@@ -104,6 +104,7 @@ CASES = [
     ("gru", {"reset_after": False}), ("gru", {"reset_after": False, "return_sequences": True}),
     ("simple_rnn", {}), ("simple_rnn", {"return_sequences": True, "activation": "relu"}),
     ("simple_rnn", {"activation": "sigmoid", "go_backwards": True}),
+    ("simple_rnn", {"activation": "linear", "return_sequences": True}),
 ]
 
 

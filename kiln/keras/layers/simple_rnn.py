@@ -9,10 +9,11 @@ class SimpleRNN(_RecurrentLayer):
     """Fully connected recurrence h = activation(x W + h U + b) over a whole sequence: one
     oneDNN vanilla RNN primitive forward and one backward (ops/recurrent.py).
 
-    Args: units, activation ('tanh', 'relu' or 'sigmoid'), use_bias, kernel_initializer,
-    recurrent_initializer, bias_initializer, kernel / recurrent / bias regularizers and
-    constraints, return_sequences, return_state ([output, h]), go_backwards, unroll (the
-    same computation), seed. dropout, recurrent_dropout and stateful are not supported yet.
+    Args: units, activation ('tanh', 'relu', 'sigmoid', 'linear' or None), use_bias,
+    kernel_initializer, recurrent_initializer, bias_initializer, kernel / recurrent / bias
+    regularizers and constraints, return_sequences, return_state ([output, h]),
+    go_backwards, unroll (the same computation), seed. dropout, recurrent_dropout and
+    stateful are not supported yet.
 
     Call: layer(sequences, initial_state=[h]).
     """
@@ -24,8 +25,9 @@ class SimpleRNN(_RecurrentLayer):
         if kwargs.get("name") is None:  # Keras's snake case of the class name
             kwargs["name"] = unique_name("SimpleRnn")
         super().__init__(units, activation=activation, **kwargs)
-        self.activation = self._activation_name(activation, "activation",
-                                                tuple(VANILLA_ACTIVATIONS))
+        self.activation = self._activation_name(
+            "linear" if activation is None else activation, "activation",
+            tuple(VANILLA_ACTIVATIONS))
         self.op = RecurrentOp(self.name, VANILLA_RNN, self.units, self.activation,
                               self.use_bias, self.return_sequences, self.go_backwards,
                               weights=f"{self.name}/{self.cell_name}")

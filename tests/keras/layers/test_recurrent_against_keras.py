@@ -27,6 +27,7 @@ LAYERS = {
     "simple_rnn": lambda L, **kw: L.SimpleRNN(UNITS, **kw),
     "simple_rnn_relu": lambda L, **kw: L.SimpleRNN(UNITS, activation="relu", **kw),
     "simple_rnn_sigmoid": lambda L, **kw: L.SimpleRNN(UNITS, activation="sigmoid", **kw),
+    "simple_rnn_linear": lambda L, **kw: L.SimpleRNN(UNITS, activation=None, **kw),
 }
 STATES = {"lstm": 2}
 
