@@ -222,9 +222,10 @@ class RecurrentOp(Op):
         descs = {key: memory.desc for key, memory in memories.items()}
         descs["weights_layer"] = MemoryDesc.any((1, 1, c, cell.gates, units), F32)
         descs["weights_iter"] = MemoryDesc.any((1, 1, units, cell.gates, units), F32)
-        if self.use_bias:
-            descs["bias"] = MemoryDesc.with_tag((1, 1, cell.bias_gates, units), F32, dnnl.ldgo)
-            memories["bias"] = self._bias(builder, names["bias"], descs["bias"])
+        # oneDNN 3.2's CPU RNNs refuse a missing bias ('unimplemented'): without use_bias
+        # they read zeros of their own
+        descs["bias"] = MemoryDesc.with_tag((1, 1, cell.bias_gates, units), F32, dnnl.ldgo)
+        memories["bias"] = self._bias(builder, names.get("bias"), descs["bias"])
         fwd = builder.primitive(*self._descriptor("forward", shapes, builder.prop_kind, descs))
         args = {TENSORS[key][0]: memory for key, memory in
                 {**memories, **self._weights(builder, fwd.pd, names)}.items()}
@@ -250,7 +251,10 @@ class RecurrentOp(Op):
         return result, lambda grad: self._backward(builder, grad, planned)
 
     def _bias(self, builder, name, desc):
-        """The primitive's bias: the stored one, or a reset_after GRU's folded once a step."""
+        """The primitive's bias: the stored one, a reset_after GRU's folded once a step, or
+        zeros (use_bias=False: bytes of its own, never written)."""
+        if not self.use_bias:
+            return builder.keep(builder.allocate(desc))
         if self.cell is not LBR_GRU:
             return builder.param(name, desc)
         keras_bias = builder.param(name, _plain((2, 3 * self.units)))
@@ -319,8 +323,7 @@ class RecurrentOp(Op):
                 grads[key] = _state(input_grads[key])
         diff_descs = {key: memory.desc for key, memory in grads.items()}
         diff_descs.update({key: MemoryDesc.any(descs[key].dims, F32) for key in WEIGHTS})
-        if self.use_bias:
-            diff_descs["bias"] = descs["bias"]
+        diff_descs["bias"] = descs["bias"]
         bwd = builder.primitive(*self._descriptor("backward", planned.shapes, dnnl.backward,
                                                   descs, diff_descs, planned.fwd))
 
@@ -331,9 +334,7 @@ class RecurrentOp(Op):
             return builder.allocate(desc)  # the primitive computes it anyway
 
         grads.update({key: weight_grad(key) for key in WEIGHTS})
-        unfold = None
-        if self.use_bias:
-            grads["bias"], unfold = self._bias_grad(builder, names["bias"], descs["bias"])
+        grads["bias"], unfold = self._bias_grad(builder, names.get("bias"), descs["bias"])
         args = {TENSORS[key][0]: memory for key, memory in
                 {**memories, **self._weights(builder, bwd.pd, names)}.items()}
         args.update({TENSORS[key][1]: memory for key, memory in grads.items()})
@@ -348,12 +349,12 @@ class RecurrentOp(Op):
     def _bias_grad(self, builder, name, desc):
         """(the primitive's bias gradient, the call unfolding it after the primitive (a
         reset_after GRU's) or None)."""
-        wanted = builder.wants_grad(name)
-        if self.cell is not LBR_GRU:
-            return (builder.param_grad(name, desc) if wanted else builder.allocate(desc)), None
-        folded = builder.allocate(desc)
+        wanted = self.use_bias and builder.wants_grad(name)
         if not wanted:
-            return folded, None
+            return builder.allocate(desc), None  # the primitive computes it anyway
+        if self.cell is not LBR_GRU:
+            return builder.param_grad(name, desc), None
+        folded = builder.allocate(desc)
         keras_grad = builder.param_grad(name, _plain((2, 3 * self.units)))
         return folded, builder.memory_kernel(
             kernels.unfold_reset_after_bias, (folded, keras_grad, self.units),

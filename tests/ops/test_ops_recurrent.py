@@ -105,6 +105,8 @@ CASES = [
     ("simple_rnn", {}), ("simple_rnn", {"return_sequences": True, "activation": "relu"}),
     ("simple_rnn", {"activation": "sigmoid", "go_backwards": True}),
     ("simple_rnn", {"activation": "linear", "return_sequences": True}),
+    ("lstm", {"use_bias": False}), ("gru", {"use_bias": False, "go_backwards": True}),
+    ("gru", {"use_bias": False, "reset_after": False}), ("simple_rnn", {"use_bias": False}),
 ]
 
 
@@ -113,16 +115,17 @@ CASES = [
 @pytest.mark.parametrize("kind,options", CASES)
 def test_recurrent_op_against_reference(kind, options, initial_state, with_states):
     rng = np.random.default_rng(0)
-    reset_after = options.get("reset_after", True)
+    reset_after, use_bias = options.get("reset_after", True), options.get("use_bias", True)
     x = rng.normal(0, 1, (N, T, C)).astype(np.float32)
-    weights = keras_weights(kind, rng, reset_after=reset_after)
+    weights = keras_weights(kind, rng, use_bias=use_bias, reset_after=reset_after)
     count = 2 if kind == "lstm" else 1
     initial = [rng.normal(0, 0.5, (N, UNITS)).astype(np.float32) for _ in range(count)] \
         if initial_state else []
     sequences, backwards = options.get("return_sequences", False), options.get(
         "go_backwards", False)
     op = RecurrentOp("rnn", cell_of(kind, reset_after), UNITS,
-                     options.get("activation", "tanh"), True, sequences, backwards)
+                     options.get("activation", "tanh"), use_bias, sequences, backwards)
+    options = {k: v for k, v in options.items() if k != "use_bias"}  # the weights tell
     harness = RecurrentHarness(op, x, weights, initial, with_states)
     output, states = recurrent_reference(kind, x.astype(np.float64),
                                          [w.astype(np.float64) for w in weights], UNITS,

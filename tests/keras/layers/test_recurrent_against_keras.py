@@ -96,6 +96,11 @@ def test_initial_state_from_other_tensors(kind):
     check_against_keras(build, optimizers=("sgd",))
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru", "gru_reset_before", "simple_rnn"])
+def test_without_bias(kind):
+    check_against_keras(classifier(LAYERS[kind], use_bias=False), optimizers=("sgd",))
+
+
 def test_stacked_layers_predict_and_train():
     def build(K):
         inputs = K.Input((T, C))
