@@ -24,8 +24,8 @@ class LSTM(_RecurrentLayer):
     state_names = ("h", "c")
 
     def __init__(self, units, activation="tanh", recurrent_activation="sigmoid",
-                 unit_forget_bias=True, **kwargs):
-        super().__init__(units, activation=activation, **kwargs)
+                 use_bias=True, unit_forget_bias=True, **kwargs):
+        super().__init__(units, activation=activation, use_bias=use_bias, **kwargs)
         self.activation = self._activation_name(activation, "activation", ("tanh",))
         self.recurrent_activation = self._activation_name(
             recurrent_activation, "recurrent_activation", ("sigmoid",))

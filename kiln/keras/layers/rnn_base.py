@@ -52,7 +52,9 @@ class _RecurrentLayer(Layer):
                  bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
                  return_sequences=False, return_state=False, go_backwards=False,
                  stateful=False, unroll=False, seed=None, **kwargs):
-        kwargs.pop("implementation", None)  # Keras 2's kernel choice: one primitive here
+        # kernel choices (Keras 2's implementation, Keras 3's use_cudnn): one primitive here
+        kwargs.pop("implementation", None)
+        kwargs.pop("use_cudnn", None)
         time_major = kwargs.pop("time_major", False)
         zero_output_for_mask = kwargs.pop("zero_output_for_mask", False)
         input_length = kwargs.pop("input_length", None)  # Keras 2: with input_dim

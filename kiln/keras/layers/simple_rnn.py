@@ -21,10 +21,10 @@ class SimpleRNN(_RecurrentLayer):
     cell_name = "simple_rnn_cell"
     gates = 1
 
-    def __init__(self, units, activation="tanh", **kwargs):
+    def __init__(self, units, activation="tanh", use_bias=True, **kwargs):
         if kwargs.get("name") is None:  # Keras's snake case of the class name
             kwargs["name"] = unique_name("SimpleRnn")
-        super().__init__(units, activation=activation, **kwargs)
+        super().__init__(units, activation=activation, use_bias=use_bias, **kwargs)
         self.activation = self._activation_name(
             "linear" if activation is None else activation, "activation",
             tuple(VANILLA_ACTIVATIONS))

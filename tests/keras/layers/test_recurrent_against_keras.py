@@ -159,6 +159,15 @@ def test_unsupported_arguments_name_layer_and_argument(make, argument):
     make(keras_real.layers)  # Keras accepts it
 
 
+def test_positional_arguments_and_kernel_choices_as_keras():
+    for make in (lambda L: L.LSTM(3, "tanh", "sigmoid", False, use_cudnn=False),
+                 lambda L: L.GRU(3, "tanh", "sigmoid", False, use_cudnn="auto"),
+                 lambda L: L.SimpleRNN(3, "relu", False)):
+        ours, theirs = make(kk.layers).get_config(), make(keras_real.layers).get_config()
+        assert ours["use_bias"] is theirs["use_bias"] is False
+        assert ours["activation"] == theirs["activation"]
+
+
 def test_keras2_spellings():
     layer = kk.layers.LSTM(3, implementation=2, input_length=T, input_dim=C)
     model = kk.models.Sequential([layer])
