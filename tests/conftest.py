@@ -7,9 +7,15 @@ loads this file, before any test module is imported: several read KILN_DATASETS 
 """
 
 import os
+import signal
 from pathlib import Path
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 if not os.environ.get("KILN_DATASETS") and SHARED_DATA.is_dir():
     os.environ["KILN_DATASETS"] = str(SHARED_DATA)
+
+# A run started in the background inherits SIGINT ignored, and Python then installs no handler
+# of its own; the Ctrl-C tests are about the handler a foreground process has.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
