@@ -35,9 +35,9 @@ def kernels_read_inputs(plan, builder):
 
 
 def use_input(plan, x, y=None):
-    """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
-    of the plan's input shape, or a list of them for several inputs) without copying it;
-    copy the small labels `y`."""
+    """Read the next step's input from `x` (a C-contiguous, 64-byte aligned array of the
+    plan's input shape and dtype, float32 or int32 for an input of integers, or a list of
+    them for several inputs) without copying it; copy the small labels `y`."""
     arrays = list(x) if isinstance(x, (list, tuple)) else [x]
     if len(arrays) != len(plan.input_arrays):
         raise ValueError(f"plan expects {len(plan.input_arrays)} inputs, got {len(arrays)}")
@@ -49,10 +49,10 @@ def use_input(plan, x, y=None):
         return
     for position, (array, memory, current) in enumerate(
             zip(arrays, plan.input_memories, plan.input_arrays, strict=True)):
-        if (array.shape != current.shape or array.dtype != np.float32
+        if (array.shape != current.shape or array.dtype != current.dtype
                 or array.ctypes.data % 64):
-            raise ValueError(f"plan input {position} must be an aligned float32 array of "
-                             f"shape {current.shape}, got {array.dtype} {array.shape}")
+            raise ValueError(f"plan input {position} must be an aligned {current.dtype} array "
+                             f"of shape {current.shape}, got {array.dtype} {array.shape}")
         lib.dnnl_memory_set_data_handle(memory.handle, array.ctypes.data)
         memory.storage = array.reshape(-1).view(np.uint8)
         plan.input_arrays[position] = array

@@ -52,6 +52,25 @@ def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
     return MemoryDesc.with_tag(tensor_dims, data_type)
 
 
+def is_integer_input(tensor):
+    """Whether a graph tensor is a model input of integers (held as int32 in the plan)."""
+    return getattr(tensor, "dtype", "float32") in ("int32", "int64")
+
+
+def cast_input(builder, values, tensor):
+    """A model input of integers converted to the activation type, as Keras casts an int
+    input for a float layer: one reorder per step, shared by every such reader (kept in
+    `values` under the pair (tensor id, "float"))."""
+    key = (id(tensor), "float")
+    if key not in values:
+        value = values[id(tensor)]
+        plain = plain_desc(value.dims, value.data_format, builder.data_type, value.flattened)
+        values[key] = value.with_memory(builder.reorder(value.memory, plain,
+                                                        f"{tensor.name} to float"))
+        values[key].consumers = value.consumers
+    return values[key]
+
+
 def trainable_parameters(op, dims, parameters):
     """Whether `op` (on input dims) has a weight the step updates."""
     return any(name in parameters and parameters.trainable(name)
@@ -113,6 +132,8 @@ class StepPlan:
                 break
             chain.append(node)
         sliced, images = sub_batches.choose([node.op for node in chain], dims, itemsize)
+        if is_integer_input(first):  # the sliced front reads the input as it is
+            sliced, images = 0, batch_size
         if sub_batch is not None:
             sliced, images = (sliced, sub_batch) if sub_batch else (0, batch_size)
         if sliced and batch_size % images:
@@ -142,7 +163,9 @@ class StepPlan:
         values, requires_grad = {}, {}
         self.input_memories, self.input_arrays = [], []
         for tensor in graph.inputs:
-            memory = Memory(plain_desc((batch_size, *tensor.dims[1:]), tensor.data_format))
+            input_type = dnnl.s32 if is_integer_input(tensor) else dnnl.f32
+            memory = Memory(plain_desc((batch_size, *tensor.dims[1:]), tensor.data_format,
+                                       input_type))
             self.input_memories.append(memory)
             self.input_arrays.append(memory.as_array().reshape(batch_size, *tensor.shape[1:]))
             values[id(tensor)] = Tensor(memory, tensor.data_format, tensor.flattened)
@@ -171,7 +194,8 @@ class StepPlan:
             if id(node) in planned:
                 continue
             op = node.op
-            xs = [values[id(t)] for t in node.inputs]
+            xs = [values[id(t)] if op.reads_integers or not is_integer_input(t)
+                  else cast_input(builder, values, t) for t in node.inputs]
             needs = [requires_grad[id(t)] for t in node.inputs]
             many = op.arity is None
             with owners.claim(op.name, "forward"):
