@@ -50,7 +50,8 @@ def _float32_arrays(value, argument, count, names, shapes, signature, contexts=N
         limit = signature.index_limit(position)
         if limit is not None:
             check_finite(array, name, owner, parallel=True)
-            check_indices(array, *limit, name, owner)
+            limit, reader = limit
+            check_indices(array, limit, name, owner, reader)
         arrays.append(input_array(array, signature.input_dtype(position)))
     return arrays
 

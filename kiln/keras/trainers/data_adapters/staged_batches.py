@@ -119,7 +119,8 @@ class BatchStandardizer:
             if argument == "x":
                 limit = self.signature.index_limit(position)
                 if limit is not None:
-                    check_indices(array, *limit, name, where)
+                    limit, reader = limit
+                    check_indices(array, limit, name, where, reader)
                 dtype = self.signature.input_dtype(position)
             staged.append(self.ring.stage(slot, (argument, position), array, dtype))
         return staged
