@@ -17,6 +17,8 @@ class Dense(Layer):
     bias_constraint (penalties and constraints run in the step).
     """
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, kernel_constraint=None,

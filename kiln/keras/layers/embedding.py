@@ -6,6 +6,7 @@ import numpy as np
 
 from ...graph.symbolic import apply
 from ...ops.embedding import EmbeddingOp
+from ...ops.masks import StepMaskOp
 from .. import constraints, initializers, regularizers
 from .arguments import is_integer
 from .base_layer import Layer
@@ -56,6 +57,7 @@ class Embedding(Layer):
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
         self.op = EmbeddingOp(self.name, self.input_dim, self.output_dim)
+        self.mask_op = StepMaskOp(f"{self.name}/mask", 0)
         self._initial_weights = weights
 
     @property
@@ -81,6 +83,12 @@ class Embedding(Layer):
 
     def call(self, inputs):
         return apply(self.op, inputs)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """With mask_zero, the (batch, steps) mask ids != 0, computed in the step."""
+        if not self.mask_zero:
+            return None
+        return apply(self.mask_op, inputs)
 
     def compute_output_shape(self, input_shape):
         return (*input_shape, self.output_dim)

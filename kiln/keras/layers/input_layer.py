@@ -18,6 +18,8 @@ def input_dtype(dtype, context):
     """`dtype` (None, a name or a numpy dtype) as one of INPUT_DTYPES, or a ValueError."""
     if dtype is None:
         return "float32"
+    if isinstance(dtype, dict):  # a serialized DTypePolicy
+        dtype = (dtype.get("config") or {}).get("name", dtype)
     name = getattr(dtype, "name", None) or str(dtype)
     if name not in INPUT_DTYPES:
         raise ValueError(f"{context}: argument dtype must be one of {list(INPUT_DTYPES)}, got "

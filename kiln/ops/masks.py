@@ -1,0 +1,130 @@
+"""Keras masks as plan tensors: which steps of a sequence are real (1.0) and which are padding
+(0.0), computed in the step from the data, and the Masking layer's output.
+
+A Keras mask is a boolean (batch, steps) tensor riding along with a sequence (see
+docs/architecture.md, "Masks"). In a plan it is an ordinary (N, T) tensor of 0.0 / 1.0 in the
+activation type, produced by one of these ops and read by the ops that take it as an input:
+
+- `StepMaskOp(value)`: mask[n, t] = any(x[n, t, ...] != value) over the features of a step
+  (all of them for a 3D input, the id itself for 2D token ids): Embedding(mask_zero=True)'s
+  mask of its ids (value 0), and Masking's mask of its input.
+- `MaskingOp(value)`: Masking's output, the input with every masked step set to 0 (Keras's
+  `where(mask, x, 0)`); its gradient passes only through the steps kept.
+
+Both are one numba pass over plain row-major data, in parallel over the (n, t) steps. A mask
+has no gradient.
+"""
+
+import numpy as np
+
+from ..binding import constants as dnnl
+from ..binding.memory import MemoryDesc
+from .base import Op
+from .numba_config import PARALLEL, njit, prange
+from .tensor import Tensor
+
+
+@njit(**PARALLEL)
+def step_mask_kernel(values, out, value, width):
+    """out[r] = 1.0 if any of the `width` values of step r differs from `value`, else 0.0."""
+    for r in prange(out.size):
+        keep = 0.0
+        for j in range(width):
+            if values[r * width + j] != value:
+                keep = 1.0
+                break
+        out[r] = keep
+
+
+@njit(**PARALLEL)
+def masked_steps_kernel(x, source, out, value, width):
+    """out[r, :] = source[r, :] where step r of `x` has a value other than `value`, else 0:
+    Masking's forward (source = x) and backward (source = the output gradient)."""
+    for r in prange(out.size // width):
+        keep = False
+        for j in range(width):
+            if x[r * width + j] != value:
+                keep = True
+                break
+        for j in range(width):
+            out[r * width + j] = source[r * width + j] if keep else 0.0
+
+
+def _plain_values(builder, x, label):
+    """`x` in a plain row-major layout numba can read: int32 token ids as they are, any
+    float tensor as f32 (a bf16 activation is converted)."""
+    data_type = dnnl.s32 if x.memory.desc.data_type == dnnl.s32 else dnnl.f32
+    return builder.reorder(x.memory, MemoryDesc.with_tag(x.dims, data_type), label)
+
+
+def _in_activation_type(builder, memory, dims, label):
+    """An f32 result as the plan's activation type (one reorder under mixed bfloat16)."""
+    if builder.data_type == dnnl.f32:
+        return memory
+    return builder.reorder(memory, MemoryDesc.with_tag(dims, builder.data_type), label)
+
+
+class StepMaskOp(Op):
+    """Args: name, value (the padding value: a step whose values all equal it is masked).
+    Input (N, T) token ids or (N, T, features); output the (N, T) mask."""
+
+    reads_integers = True  # Embedding's ids, compared before any cast (as Keras does)
+
+    def __init__(self, name, value=0.0):
+        self.name = name
+        self.value = float(value)
+
+    def output_dims(self, input_dims):
+        if len(input_dims) not in (2, 3):
+            raise ValueError(f"mask '{self.name}': expected (batch, steps) ids or a (batch, "
+                             f"steps, features) sequence, got dims {tuple(input_dims)}")
+        return tuple(input_dims[:2])
+
+    def forward(self, builder, x, need_input_grad=True):
+        values = _plain_values(builder, x, f"{self.name} input to plain")
+        dims = self.output_dims(x.dims)
+        width = int(np.prod(x.dims[2:], dtype=np.int64))
+        mask = builder.allocate(MemoryDesc.with_tag(dims, dnnl.f32))
+        value = np.int32(self.value) if values.desc.data_type == dnnl.s32 else np.float32(
+            self.value)
+        builder.add_forward(builder.memory_kernel(step_mask_kernel, (values, mask, value, width),
+                                                  f"{self.name} mask"))
+        output = _in_activation_type(builder, mask, dims, f"{self.name} mask to activations")
+        return Tensor(output, x.data_format, backward_reads_memory=False), lambda grad: None
+
+
+class MaskingOp(Op):
+    """Args: name, mask_value. Input and output (N, T, features)."""
+
+    def __init__(self, name, mask_value=0.0):
+        self.name = name
+        self.mask_value = float(mask_value)
+
+    def output_dims(self, input_dims):
+        if len(input_dims) != 3:
+            raise ValueError(f"Masking '{self.name}': expected a 3D input (batch, steps, "
+                             f"features), got dims {tuple(input_dims)}")
+        return tuple(input_dims)
+
+    def forward(self, builder, x, need_input_grad=True):
+        dims = self.output_dims(x.dims)
+        plain = MemoryDesc.with_tag(dims, dnnl.f32)
+        values = builder.reorder(x.memory, plain, f"{self.name} input to plain")
+        width, value = dims[2], np.float32(self.mask_value)
+        kept = builder.allocate(plain)
+        builder.add_forward(builder.memory_kernel(
+            masked_steps_kernel, (values, values, kept, value, width), f"{self.name} forward"))
+        output = _in_activation_type(builder, kept, dims, f"{self.name} output to activations")
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            grad = builder.reorder(output_grad, plain, f"{self.name} gradient to plain",
+                                   backward=True)
+            input_grad = builder.allocate(plain)
+            builder.add_backward(builder.memory_kernel(
+                masked_steps_kernel, (values, grad, input_grad, value, width),
+                f"{self.name} backward"))
+            return input_grad
+
+        return Tensor(output, x.data_format, backward_reads_memory=False), backward
