@@ -96,7 +96,7 @@ def resolve(graph, losses, batch_size):
         labels = np.zeros((batch_size, *head.label_shape(tensor.shape[1:])), np.float32)
         rewrite = (graph.fused_heads or {}).get(loss.output)
         # a sequence output's sample weights are per step, (batch, steps), as Keras wants them
-        sequence = len(tensor.shape) == 3 and not head.per_element
+        sequence = len(tensor.shape) == 3
         weights = np.ones((batch_size, tensor.shape[1]) if sequence else batch_size, np.float32)
         views.append(HeadView(loss, labels, weights,
                               ones=np.ones(batch_size, np.float32), logits_tensor=tensor,
@@ -114,7 +114,7 @@ def plan_heads(builder, views, values, want_grad):
         # labels of an image-shaped output are read per sample as one row (Keras order)
         labels = view.labels.reshape(len(view.labels), -1) if len(x.dims) == 4 else view.labels
         weights = view.weights
-        sequence = len(x.dims) == 3 and not loss.head.per_element
+        sequence = len(x.dims) == 3
         if sequence:  # one row per step, weighted by the output's mask
             mask = view.mask_tensor
             x, labels, weights = sequence_rows(

@@ -1,4 +1,5 @@
-"""Losses on a sequence output (batch, steps, classes) against real Keras 3 (JAX backend):
+"""Losses on a sequence output (batch, steps, classes) against real Keras 3 (JAX backend),
+cross-entropies and the element-wise losses:
 the mean over every step, and with the output's mask (Embedding(mask_zero=True) passed on by
 Dense) the sum over the real steps divided by their count, per-step sample weights, and the
 masked accuracy evaluate reports. Losses and weights after two epochs must agree."""
@@ -90,3 +91,27 @@ def test_sample_weights_of_a_sequence_output_are_per_step():
     with pytest.raises(ValueError, match=r"one weight per step of a sequence output, shape "
                                          r"\(6, 5\), got \(6,\)"):
         kiln_model.fit(PADDED, CLASS_IDS, sample_weight=np.ones(6, np.float32), verbose=0)
+
+
+@pytest.mark.parametrize("mask_zero", [False, True])
+@pytest.mark.parametrize("loss, activation", [("mse", None), ("binary_crossentropy", "sigmoid"),
+                                              ("mae", "tanh")])
+def test_element_wise_losses_on_a_sequence_as_keras(mask_zero, loss, activation):
+    def build(K):
+        inputs = K.Input((5,), dtype="int32")
+        x = K.layers.Embedding(10, 4, mask_zero=mask_zero)(inputs)
+        return K.Model(inputs, K.layers.Dense(3, activation=activation)(x))
+
+    kiln_model, keras_model, _ = build_pair(build, inputs=PADDED)
+    y = np.random.default_rng(5).uniform(0, 1, (6, 5, 3)).astype(np.float32)
+    for model in (kiln_model, keras_model):
+        model.compile(optimizer="adam", loss=loss, metrics=["mae"])
+    kiln_logs = kiln_model.evaluate(PADDED, y, verbose=0, return_dict=True)
+    keras_logs = keras_model.evaluate(PADDED, y, verbose=0, return_dict=True)
+    for name in ("loss", "mae"):
+        assert kiln_logs[name] == pytest.approx(keras_logs[name], rel=RTOL), name
+    for epoch in range(2):
+        kiln_loss = kiln_model.fit(PADDED, y, shuffle=False, verbose=0).history["loss"][0]
+        keras_loss = keras_model.fit(PADDED, y, shuffle=False, verbose=0).history["loss"][0]
+        assert kiln_loss == pytest.approx(keras_loss, rel=RTOL), f"epoch {epoch + 1}"
+        assert_weights_close(kiln_model, keras_model, f"after epoch {epoch + 1}")
