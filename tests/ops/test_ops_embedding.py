@@ -75,3 +75,45 @@ def test_an_id_out_of_range_inside_the_model_reads_nan_as_jax_does():
 def test_a_3d_input_is_refused_naming_the_layer():
     with pytest.raises(ValueError, match="Embedding 'emb': expected a 2D input"):
         EmbeddingOp("emb", ROWS, WIDTH).output_dims((2, 3, 4))
+
+
+def test_bf16_activations_output_bf16_rows_and_an_f32_table_gradient():
+    """Under mixed bfloat16 the gather writes bf16 rows (the f32 table rounded) and the
+    scatter-add reads the bf16 output gradient into the f32 gradient; the mask is bf16 too."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from kiln.binding import constants as dnnl
+    from kiln.binding.memory import Memory, MemoryDesc
+    from kiln.ops.masks import StepMaskOp
+    from kiln.ops.tensor import Tensor
+    from kiln.plan.builder import PlanBuilder
+    from kiln.plan.parameters import ParameterStore
+
+    store = ParameterStore()
+    store.add("emb/embeddings", (ROWS, WIDTH), dnnl.ab, table(), True)
+    builder = PlanBuilder(store, training=True, data_type=dnnl.bf16)
+    ids = Memory(MemoryDesc.with_tag((2, 3), dnnl.s32))
+    ids.as_array()[:] = [0, 3, 6, 6, 1, 0]
+    output, backward = EmbeddingOp("emb", ROWS, WIDTH).forward(builder, Tensor(ids), False)
+    mask, _ = StepMaskOp("mask", 0).forward(builder, Tensor(ids), False)
+    builder.keep(output.memory)
+    builder.keep(mask.memory)
+    dy = Memory(MemoryDesc.with_tag((2, 3, WIDTH), dnnl.bf16))
+    assert backward(dy) is None
+    builder.finish()
+    store.pack()
+    assert output.memory.desc.data_type == mask.memory.desc.data_type == dnnl.bf16
+    dy.as_array(np.uint16)[:] = np.ones(2 * 3 * WIDTH, ml_dtypes.bfloat16).view(np.uint16)
+    for call in builder.forward_calls + builder.backward_calls:
+        call.run()
+
+    def read(memory, shape):
+        bits = memory.as_array(np.uint16)
+        return bits.view(ml_dtypes.bfloat16).astype(np.float32).reshape(shape)
+
+    rows = table()[[[0, 3, 6], [6, 1, 0]]]
+    np.testing.assert_array_equal(read(output.memory, rows.shape),
+                                  rows.astype(ml_dtypes.bfloat16).astype(np.float32))
+    np.testing.assert_array_equal(read(mask.memory, (2, 3)), [[0, 1, 1], [1, 1, 0]])
+    counts = np.array([2, 1, 0, 1, 0, 0, 2], np.float32)
+    np.testing.assert_array_equal(store.get_grad("emb/embeddings").reshape(ROWS, WIDTH),
+                                  np.repeat(counts[:, None], WIDTH, axis=1))
