@@ -26,14 +26,20 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.engine import wait
-from ..binding.memory import Memory, MemoryDesc
+from ..binding.memory import Memory
 from ..graph.rules import fuse_heads
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
 from .builder import PlanBuilder
 from .interrupts import interrupts_deferred
 from .loss_plan import OutputLoss, plan_heads, resolve
-from .plan_inputs import kernels_read_inputs, use_input
+from .plan_inputs import (  # noqa: F401 (plain_desc re-exported)
+    cast_input,
+    is_integer_input,
+    kernels_read_inputs,
+    plain_desc,
+    use_input,
+)
 from .step_list import CallOwners, OwnedGradients, call_entries, update_entries
 from .sub_batches import SubBatchUnsupported
 from .timed_step import median_seconds, timed_step
@@ -41,34 +47,6 @@ from .weight_penalties import WeightConstraints, WeightPenalties
 
 # Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
 CONSTRAINT_EPSILON = 1e-7
-
-
-def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
-    """The user's (numpy, C-order) layout of a logical tensor. A flattened 4D tensor's
-    features are in (H, W, C) order in both data formats, as Keras flattens channels_last."""
-    if len(tensor_dims) == 4:
-        tag = dnnl.acdb if data_format == CHANNELS_LAST or flattened else dnnl.abcd
-        return MemoryDesc.with_tag(tensor_dims, data_type, tag)
-    return MemoryDesc.with_tag(tensor_dims, data_type)
-
-
-def is_integer_input(tensor):
-    """Whether a graph tensor is a model input of integers (held as int32 in the plan)."""
-    return getattr(tensor, "dtype", "float32") in ("int32", "int64")
-
-
-def cast_input(builder, values, tensor):
-    """A model input of integers converted to the activation type, as Keras casts an int
-    input for a float layer: one reorder per step, shared by every such reader (kept in
-    `values` under the pair (tensor id, "float"))."""
-    key = (id(tensor), "float")
-    if key not in values:
-        value = values[id(tensor)]
-        plain = plain_desc(value.dims, value.data_format, builder.data_type, value.flattened)
-        values[key] = value.with_memory(builder.reorder(value.memory, plain,
-                                                        f"{tensor.name} to float"))
-        values[key].consumers = value.consumers
-    return values[key]
 
 
 def trainable_parameters(op, dims, parameters):

@@ -21,6 +21,7 @@ from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .custom_weights import keras_weight
 from .dtype_policies import checked_policy_name, dtype_name, policy_config  # noqa: F401
+from .layer_masks import deliver_mask, set_output_masks, with_mask_of
 from .layer_tracing import auto_config, check_one_graph_for_training, layer_sources
 from .weight import Weight
 
@@ -40,12 +41,6 @@ def unique_name(class_name):
     count = _name_counts[base]
     _name_counts[base] += 1
     return base if count == 0 else f"{base}_{count}"
-
-
-def _with_mask_of(source, tensor):
-    """`tensor` carrying `source`'s mask (an activity penalty's view of a masked output)."""
-    tensor._keras_mask = getattr(source, "_keras_mask", None)
-    return tensor
 
 
 def flatten(structure):
@@ -338,16 +333,16 @@ class Layer:
             # the mask a call() receives is not recorded with the call: a replay of the
             # layers (a model called as a layer, a loaded model) computes it again
             call_kwargs = dict(kwargs)
-            previous_mask = self._deliver_mask(args, call_kwargs)
+            previous_mask = deliver_mask(self, args, call_kwargs)
             outputs = self.call(*args, **call_kwargs)
-            self._set_output_masks(inputs, outputs, previous_mask)
+            set_output_masks(self, inputs, outputs, previous_mask)
             check_one_graph_for_training(self, args, kwargs, outputs)
         finally:
             tracing.pop()
         if self.activity_regularizer is not None:
             l1, l2 = self.activity_regularizer.coefficients()
             penalty = ActivityRegularizationOp(f"{self.name}/activity_regularizer", l1, l2)
-            outputs = pack_like(outputs, [_with_mask_of(t, apply(penalty, t))
+            outputs = pack_like(outputs, [with_mask_of(t, apply(penalty, t))
                                           for t in flatten(outputs)])
         self._record(args, kwargs, outputs)
         flat = flatten(outputs)
@@ -362,33 +357,6 @@ class Layer:
         """The mask of this layer's output (a (batch, steps) SymbolicTensor or None): by
         default the input's, for a layer that supports masking (Keras's default)."""
         return previous_mask
-
-    def _deliver_mask(self, args, kwargs):
-        """As Keras: a call() that names a `mask` argument gets the masks of its first
-        argument's tensors when none is given. Returns the mask the output inherits (the
-        given one, else the first input's)."""
-        first = args[0]
-        masks = pack_like(first, [getattr(t, "_keras_mask", None) for t in flatten(first)])
-        given = kwargs.get("mask")
-        if given is None and "mask" in inspect.signature(self.call).parameters and any(
-                m is not None for m in flatten(masks)):
-            kwargs["mask"] = given = masks
-        return given if given is not None else masks
-
-    def _set_output_masks(self, inputs, outputs, previous_mask):
-        """Outputs of a layer that supports masking carry compute_mask()'s mask (unless the
-        layer's call already set one); other layers drop the mask, as Keras."""
-        # as Keras: a layer that computes its own masks supports masking
-        if not (self.supports_masking or type(self).compute_mask is not Layer.compute_mask):
-            return
-        flat = [t for t in flatten(outputs) if isinstance(t, SymbolicTensor)]
-        if all(t._keras_mask is not None for t in flat):
-            return
-        masks = self.compute_mask(inputs, previous_mask)
-        masks = flatten(masks) if isinstance(masks, (list, tuple)) else [masks] * len(flat)
-        for tensor, mask in zip(flat, masks, strict=False):
-            if tensor._keras_mask is None and isinstance(mask, SymbolicTensor):
-                tensor._keras_mask = mask
 
     def _call_accepts(self, argument):
         parameters = inspect.signature(self.call).parameters
