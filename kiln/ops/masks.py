@@ -10,6 +10,8 @@ activation type, produced by one of these ops and read by the ops that take it a
   mask of its ids (value 0), and Masking's mask of its input.
 - `MaskingOp(value)`: Masking's output, the input with every masked step set to 0 (Keras's
   `where(mask, x, 0)`); its gradient passes only through the steps kept.
+- `MaskedStepMeanOp`: a consumer, the mean over the steps a mask keeps (Keras's
+  GlobalAveragePooling1D called with a mask), reading the sequence and its mask as inputs.
 
 Both are one numba pass over plain row-major data, in parallel over the (n, t) steps. A mask
 has no gradient.
@@ -128,3 +130,89 @@ class MaskingOp(Op):
             return input_grad
 
         return Tensor(output, x.data_format, backward_reads_memory=False), backward
+
+
+@njit(**PARALLEL)
+def masked_mean_kernel(x, mask, out, steps, channels, step_stride, channel_stride):
+    """out[n, c] = sum_t x[n, t, c] * mask[n, t] / sum_t mask[n, t] (NaN when every step is
+    masked, as Keras's 0 / 0); x indexed with its strides (channels_last or _first)."""
+    for n in prange(out.size // channels):
+        count = 0.0
+        for t in range(steps):
+            count += mask[n * steps + t]
+        base = n * steps * channels
+        for c in range(channels):
+            total = 0.0
+            for t in range(steps):
+                total += x[base + t * step_stride + c * channel_stride] * mask[n * steps + t]
+            out[n * channels + c] = total / count
+
+
+@njit(**PARALLEL)
+def masked_mean_backward_kernel(grad, mask, out, steps, channels, step_stride,
+                                channel_stride):
+    """out[n, t, c] = grad[n, c] * mask[n, t] / sum_t mask[n, t]."""
+    for n in prange(grad.size // channels):
+        count = 0.0
+        for t in range(steps):
+            count += mask[n * steps + t]
+        base = n * steps * channels
+        for t in range(steps):
+            share = mask[n * steps + t] / count
+            for c in range(channels):
+                out[base + t * step_stride + c * channel_stride] = grad[n * channels + c] * share
+
+
+class MaskedStepMeanOp(Op):
+    """The mean over the steps a mask keeps: Keras's GlobalAveragePooling1D given a mask.
+    Inputs [sequence (N, T, C) (or (N, C, T) channels_first), mask (N, T)]; output (N, C).
+    Args: name, data_format (of the sequence)."""
+
+    arity = None
+
+    def __init__(self, name, data_format="channels_last"):
+        self.name = name
+        self.data_format = data_format
+
+    def _steps_channels(self, dims):
+        n, a, b = dims
+        return (a, b) if self.data_format == "channels_last" else (b, a)
+
+    def output_dims(self, input_dims):
+        sequence, mask = input_dims
+        steps, channels = self._steps_channels(sequence)
+        if len(sequence) != 3 or tuple(mask[1:]) != (steps,):
+            raise ValueError(f"masked mean '{self.name}': expected a (batch, steps, channels) "
+                             f"sequence and its (batch, steps) mask, got dims "
+                             f"{tuple(sequence)} and {tuple(mask)}")
+        return (sequence[0], channels)
+
+    def forward(self, builder, x, need_input_grad=None):
+        sequence, mask = x
+        dims = tuple(sequence.dims)
+        steps, channels = self._steps_channels(dims)
+        strides = (channels, 1) if self.data_format == "channels_last" else (1, steps)
+        plain = MemoryDesc.with_tag(dims, dnnl.f32)
+        values = builder.reorder(sequence.memory, plain, f"{self.name} input to plain")
+        weights = builder.reorder(mask.memory, MemoryDesc.with_tag(mask.dims, dnnl.f32),
+                                  f"{self.name} mask to plain")
+        out_dims = (dims[0], channels)
+        mean = builder.allocate(MemoryDesc.with_tag(out_dims, dnnl.f32))
+        builder.add_forward(builder.memory_kernel(
+            masked_mean_kernel, (values, weights, mean, steps, channels, *strides),
+            f"{self.name} masked mean"))
+        output = _in_activation_type(builder, mean, out_dims, f"{self.name} to activations")
+
+        def backward(output_grad):
+            if not (need_input_grad or [True])[0]:
+                return [None, None]
+            grad = builder.reorder(output_grad, MemoryDesc.with_tag(out_dims, dnnl.f32),
+                                   f"{self.name} gradient to plain", backward=True)
+            input_grad = builder.allocate(plain)
+            builder.add_backward(builder.memory_kernel(
+                masked_mean_backward_kernel,
+                (grad, weights, input_grad, steps, channels, *strides),
+                f"{self.name} masked mean backward"))
+            return [input_grad, None]  # a mask has no gradient
+
+        return Tensor(output, sequence.data_format, backward_reads_memory=False), backward

@@ -50,3 +50,35 @@ def test_masking_forward_and_gradient(value):
     # so its numeric slope is 1 where Keras's gradient (and kiln's) through the mask is 0
     check_op(MaskingOp("masking", value), x, {}, dy, reference,
              reference_grads=reference_grads, numeric=False)
+
+
+def masked_mean_case(data_format):
+    rng = np.random.default_rng(3)
+    mask = np.array([[1, 1, 0, 0], [1, 0, 1, 1], [0, 1, 0, 0]], np.float32)
+    x = rng.standard_normal((3, 4, 2) if data_format == "channels_last" else (3, 2, 4))
+    return x.astype(np.float32), mask
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_masked_step_mean_and_its_gradient(data_format):
+    from multi_input_checker import check_multi_input_op
+
+    from kiln.ops.masks import MaskedStepMeanOp
+
+    x, mask = masked_mean_case(data_format)
+    dy = np.random.default_rng(4).standard_normal((3, 2)).astype(np.float32)
+    steps_axis = 1 if data_format == "channels_last" else 2
+    expand = 2 if data_format == "channels_last" else 1
+
+    def reference(xs, params):
+        sequence, weights = xs
+        weights = np.expand_dims(weights, expand)
+        return (sequence * weights).sum(axis=steps_axis) / weights.sum(axis=steps_axis)
+
+    def reference_grads(xs, params, dy64):
+        weights = np.expand_dims(xs[1], expand)
+        share = weights / weights.sum(axis=steps_axis, keepdims=True)
+        return [np.expand_dims(dy64, steps_axis) * share, None]
+
+    check_multi_input_op(MaskedStepMeanOp("pool", data_format), [x, mask], dy, reference,
+                         reference_grads=reference_grads, need_input_grad=[True, False])

@@ -129,3 +129,26 @@ def test_a_model_with_masks_round_trips_through_its_config_and_files(tmp_path):
 def test_masking_refuses_a_bad_mask_value_naming_the_layer():
     with pytest.raises(ValueError, match="Masking 'm': argument mask_value must be a number"):
         kk.layers.Masking(mask_value="zero", name="m")
+
+
+class MaskedAveragePooling(kk.layers.Layer):
+    """What GlobalAveragePooling1D's call does with a mask, on MaskedStepMeanOp (the layer
+    itself lives with the other 1D layers)."""
+
+    def call(self, inputs, mask=None):
+        from kiln.graph.symbolic import apply
+        from kiln.ops.masks import MaskedStepMeanOp
+
+        return apply(MaskedStepMeanOp(self.name), [inputs, mask])
+
+
+def test_masked_step_mean_is_keras_global_average_pooling_1d_with_a_mask():
+    def build(K):
+        inputs = K.Input((5,), dtype="int32")
+        x = K.layers.Embedding(10, 4, mask_zero=True)(inputs)
+        x = K.layers.Dense(6, activation="tanh")(x)
+        pool = (MaskedAveragePooling(name="pool") if K is kk
+                else K.layers.GlobalAveragePooling1D(name="pool"))
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(pool(x)))
+
+    check_against_keras(build, inputs=PADDED, optimizers=("sgd", "adam"), compare_types=False)
