@@ -66,15 +66,22 @@ def _in_activation_type(builder, memory, dims, label):
     return builder.reorder(memory, MemoryDesc.with_tag(dims, builder.data_type), label)
 
 
+@njit(**PARALLEL)
+def keep_every_step_kernel(out):
+    for r in prange(out.size):
+        out[r] = 1.0
+
+
 class StepMaskOp(Op):
-    """Args: name, value (the padding value: a step whose values all equal it is masked).
+    """Args: name, value (the padding value: a step whose values all equal it is masked;
+    None keeps every step, Concatenate's mask for an input without one).
     Input (N, T) token ids or (N, T, features); output the (N, T) mask."""
 
     reads_integers = True  # Embedding's ids, compared before any cast (as Keras does)
 
     def __init__(self, name, value=0.0):
         self.name = name
-        self.value = float(value)
+        self.value = None if value is None else float(value)
 
     def output_dims(self, input_dims):
         if len(input_dims) not in (2, 3):
@@ -87,10 +94,14 @@ class StepMaskOp(Op):
         dims = self.output_dims(x.dims)
         width = int(np.prod(x.dims[2:], dtype=np.int64))
         mask = builder.allocate(MemoryDesc.with_tag(dims, dnnl.f32))
-        value = np.int32(self.value) if values.desc.data_type == dnnl.s32 else np.float32(
-            self.value)
-        builder.add_forward(builder.memory_kernel(step_mask_kernel, (values, mask, value, width),
-                                                  f"{self.name} mask"))
+        if self.value is None:
+            builder.add_forward(builder.memory_kernel(keep_every_step_kernel, (mask,),
+                                                      f"{self.name} mask of ones"))
+        else:
+            value = (np.int32(self.value) if values.desc.data_type == dnnl.s32
+                     else np.float32(self.value))
+            builder.add_forward(builder.memory_kernel(
+                step_mask_kernel, (values, mask, value, width), f"{self.name} mask"))
         output = _in_activation_type(builder, mask, dims, f"{self.name} mask to activations")
         return Tensor(output, x.data_format, backward_reads_memory=False), lambda grad: None
 

@@ -152,3 +152,47 @@ def test_masked_step_mean_is_keras_global_average_pooling_1d_with_a_mask():
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(pool(x)))
 
     check_against_keras(build, inputs=PADDED, optimizers=("sgd", "adam"), compare_types=False)
+
+
+@pytest.mark.parametrize("merge, both_masked", [
+    ("Add", True), ("Average", True), ("Subtract", True), ("Concatenate", True)])
+def test_merges_combine_their_inputs_masks_as_keras(merge, both_masked):
+    """Keras 3 keeps a step where any mask keeps it."""
+    def build(K):
+        inputs = K.Input((5,), dtype="int32")
+        shifted = K.Input((5,), dtype="int32")
+        a = K.layers.Embedding(10, 4, mask_zero=True)(inputs)
+        b = K.layers.Embedding(10, 4, mask_zero=both_masked)(shifted)
+        x = getattr(K.layers, merge)()([a, b])
+        x = masked_mean(K)(K.layers.Dense(3, activation="relu")(x))
+        return K.Model([inputs, shifted], K.layers.Dense(2, activation="softmax")(x))
+
+    other = np.roll(PADDED, 1, axis=1)
+    check_against_keras(build, inputs=[PADDED, other], optimizers=("sgd",))
+
+
+def test_a_merge_of_a_masked_and_an_unmasked_tensor_has_no_mask_as_keras():
+    inputs = kk.Input((5,), dtype="int32")
+    masked = kk.layers.Embedding(10, 4, mask_zero=True)(inputs)
+    unmasked = kk.layers.Embedding(10, 4)(inputs)
+    assert kk.layers.Add()([masked, unmasked])._keras_mask is None
+    assert kk.layers.Add()([masked, masked])._keras_mask is not None
+
+
+def test_concatenate_of_a_masked_and_an_unmasked_tensor_keeps_every_step_as_keras():
+    inputs = kk.Input((5,), dtype="int32")
+    masked = kk.layers.Embedding(10, 4, mask_zero=True)(inputs)
+    unmasked = kk.layers.Embedding(10, 4)(inputs)
+    joined = kk.layers.Concatenate()([masked, unmasked])
+    model = kk.Model(inputs, kk.layers.Dense(2)(joined._keras_mask))
+    kernel = model.layers[-1].get_weights()[0]
+    expected = np.ones((len(PADDED), 5), np.float32) @ kernel
+    np.testing.assert_allclose(model.predict(PADDED), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("merge", ["Multiply", "Maximum", "Minimum"])
+def test_merges_that_mask_values_refuse_masked_inputs_naming_the_layer(merge):
+    inputs = kk.Input((5,), dtype="int32")
+    masked = kk.layers.Embedding(10, 4, mask_zero=True)(inputs)
+    with pytest.raises(ValueError, match=f"{merge} 'm': inputs with a mask"):
+        getattr(kk.layers, merge)(name="m")([masked, masked])
