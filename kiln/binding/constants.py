@@ -45,6 +45,13 @@ decab = 39   # (kh, kw, I/g, g, O/g): a Keras grouped or depthwise kernel
 aBcd16b = 78  # nChw16c
 aBcd8b = 102  # nChw8c
 aBcd4b = 84   # nChw4c
+# RNN tags (logical dims: layers L, directions D, time T, batch N, gates G, channels I / O / C)
+tnc = 4       # activations (T, N, C) stored time-major
+ntc = 16      # activations (T, N, C) stored batch-major: Keras's (N, T, C)
+ldnc = 5      # states (L, D, N, C)
+ldigo = 6     # weights (L, D, I, G, O): a Keras kernel (I, G * O)
+ldgoi = 31    # weights (L, D, I, G, O) stored (L, D, G, O, I)
+ldgo = 5      # bias (L, D, G, O)
 
 # dnnl_format_kind_t
 format_kind_undef = 0
@@ -126,6 +133,16 @@ binary_eq = 131066
 binary_ne = 131067
 reduction_sum = 196596
 
+# RNN cells (dnnl_alg_kind_t), directions (dnnl_rnn_direction_t), flags (dnnl_rnn_flags_t)
+vanilla_rnn = 8191
+vanilla_lstm = 12287
+vanilla_gru = 16383
+lbr_gru = 20479
+unidirectional_left2right = 1
+unidirectional_right2left = 2
+rnn_flags_undef = 0
+rnn_flags_diff_weights_overwrite = 1  # backward writes weight gradients (default: adds)
+
 # dnnl_normalization_flags_t (batch normalization)
 use_global_stats = 0x1
 use_scale = 0x2
@@ -143,9 +160,11 @@ query_dst_md = 133
 query_diff_dst_md = 134
 query_workspace_md = 135
 query_scratchpad_md = 136
+query_exec_arg_md = 255  # the descriptor of an execution argument (index: its ARG_*)
 query_ndims_s32 = 256
 query_dims = 257
 query_data_type = 258
+query_submemory_offset_s64 = 259
 query_format_kind = 262
 
 # engine, stream, attributes
@@ -178,6 +197,22 @@ ARG_DIFF_SHIFT = 256
 ARG_FROM = 1
 ARG_TO = 17
 ARG_ATTR_MULTIPLE_POST_OP_BASE = 32768  # (index + 1) * this | ARG_SRC_1: binary post-op
+ARG_SRC_LAYER = 1       # RNN arguments
+ARG_SRC_ITER = 2
+ARG_SRC_ITER_C = 3
+ARG_DST_LAYER = 17
+ARG_DST_ITER = 18
+ARG_DST_ITER_C = 19
+ARG_WEIGHTS_LAYER = 33
+ARG_WEIGHTS_ITER = 34
+ARG_DIFF_SRC_LAYER = 129
+ARG_DIFF_SRC_ITER = 130
+ARG_DIFF_SRC_ITER_C = 131
+ARG_DIFF_DST_LAYER = 145
+ARG_DIFF_DST_ITER = 146
+ARG_DIFF_DST_ITER_C = 147
+ARG_DIFF_WEIGHTS_LAYER = 161
+ARG_DIFF_WEIGHTS_ITER = 162
 ARG_ATTR_SCALES = 4096  # | ARG_SRC (or another argument): that argument's scales
 
 MAX_NDIMS = 12

@@ -7,20 +7,31 @@ shape's primitive to another).
                       strides, dilates, pad_l, pad_r, post_ops=post_ops)
     primitive = builder.primitive(*spec)
 
-Arguments are passed as they are meant: a MemoryDesc (keyed by its layout), a tuple of ints
+Arguments are passed as they are meant: a MemoryDesc (keyed by its layout and, for a window
+of a larger buffer, its offset: a primitive is made for one offset), a tuple of ints
 (oneDNN dims), a PrimitiveDesc made by a descriptor (a backward's forward hint, keyed by its
 own key), None, or a number. The attribute (post-ops, else the shared default) goes last, as
-every `*_primitive_desc_create` call takes it.
+every `*_primitive_desc_create` call takes it. The calls that take their arguments in
+another order (reorder, sum, concat) have their own functions here, keyed the same way.
 """
 
-from .memory import MemoryDesc, layout_key, to_dims
+from .memory import MemoryDesc, layout_key, to_dims, window_offset
 from .post_ops import NONE
-from .primitive import Attributes, PrimitiveDesc, default_attributes
+from .primitive import (
+    Attributes,
+    PrimitiveDesc,
+    concat_pd,
+    default_attributes,
+    reorder_pd,
+    scaled_reorder_pd,
+    sum_pd,
+)
 
 
 def _key_of(argument):
     if isinstance(argument, MemoryDesc):
-        return layout_key(argument)
+        offset = window_offset(argument)
+        return layout_key(argument) if offset == 0 else (layout_key(argument), "at", offset)
     if isinstance(argument, PrimitiveDesc):
         return argument.key  # set below: only descriptors made here can be hints
     if isinstance(argument, tuple):
@@ -50,3 +61,33 @@ def descriptor(create_function, name, shapes, *arguments, post_ops=NONE):
         return pd
 
     return key, make
+
+
+def _keyed(key, create):
+    def make():
+        pd = create()
+        pd.key = key
+        return pd
+    return key, make
+
+
+def reorder_descriptor(source, target, scales_mask=None):
+    """(key, make) of a reorder from layout `source` to `target`; with `scales_mask`, the
+    source is multiplied by a scale per index of the masked dims (see scaled_reorder_pd)."""
+    key = ("reorder", _key_of(source), _key_of(target), scales_mask)
+    if scales_mask is None:
+        return _keyed(key, lambda: reorder_pd(source, target))
+    return _keyed(key, lambda: scaled_reorder_pd(source, target, scales_mask))
+
+
+def sum_descriptor(target, sources, scales=None):
+    """(key, make) of target = sum of `sources` times `scales` (floats, default all 1)."""
+    scales = tuple(float(s) for s in scales) if scales is not None else (1.0,) * len(sources)
+    key = ("sum", _key_of(target), *(_key_of(source) for source in sources), scales)
+    return _keyed(key, lambda: sum_pd(target, sources, list(scales)))
+
+
+def concat_descriptor(target, axis, sources, shapes):
+    """(key, make) of target = `sources` side by side along `axis`."""
+    key = ("concat", _key_of(target), axis, *(_key_of(source) for source in sources))
+    return _keyed(key, lambda: concat_pd(target, axis, sources, shapes))

@@ -17,6 +17,7 @@ from ctypes import (
     c_int32,
     c_int64,
     c_size_t,
+    c_uint,
     c_void_p,
 )
 
@@ -123,6 +124,24 @@ DECLARATIONS = {
     "dnnl_resampling_backward_primitive_desc_create":
         (status_t, [PH, H, c_int, POINTER(c_float), H, H, H, H]),
     "dnnl_reduction_primitive_desc_create": (status_t, [PH, H, c_int, H, H, c_float, c_float, H]),
+    # RNN primitives: (prop kind, [activation,] direction, then the layer's memory
+    # descriptors in the header's order, flags, [alpha, beta,] [forward hint,] attribute)
+    "dnnl_vanilla_rnn_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, c_int, *[H] * 7, c_uint, c_float, c_float, H]),
+    "dnnl_vanilla_rnn_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, c_int, *[H] * 14, c_uint, c_float, c_float, H, H]),
+    "dnnl_lstm_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, *[H] * 11, c_uint, H]),
+    "dnnl_lstm_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, *[H] * 22, c_uint, H, H]),
+    "dnnl_gru_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, *[H] * 7, c_uint, H]),
+    "dnnl_gru_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, *[H] * 14, c_uint, H, H]),
+    "dnnl_lbr_gru_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, *[H] * 7, c_uint, H]),
+    "dnnl_lbr_gru_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, c_int, *[H] * 14, c_uint, H, H]),
     "dnnl_sgemm": (status_t, [c_char, c_char, dim_t, dim_t, dim_t, c_float, c_void_p, dim_t,
                               c_void_p, dim_t, c_float, c_void_p, dim_t]),
 }

@@ -162,6 +162,14 @@ class Memory:
         return self.storage[:self.desc.size].view(dtype)
 
 
+def window_offset(desc):
+    """The element offset of a window's descriptor in its buffer (0 for a whole buffer)."""
+    value = ctypes.c_int64()
+    check(lib.dnnl_memory_desc_query(desc.handle, dnnl.query_submemory_offset_s64,
+                                     ctypes.byref(value)), "md submemory offset")
+    return value.value
+
+
 def layout_key(desc):
     """A hashable summary of a descriptor (dims, type and physical layout), for cache keys."""
     if desc is None:

@@ -13,7 +13,7 @@ from . import constants as dnnl
 from .engine import cpu_engine, cpu_stream
 from .errors import DnnlError, check
 from .library import exec_arg_t, lib
-from .memory import Memory, MemoryDesc, layout_key
+from .memory import MemoryDesc
 from .post_ops import NONE, Binary, Sum
 
 # primitives the cache keeps (as oneDNN's own primitive cache): a few plans' worth of a large
@@ -140,14 +140,23 @@ def scaled_reorder_pd(source_desc, target_desc, mask):
                          attributes.handle, engine_first=False)
 
 
-def sum_pd(target_desc, source_descs):
-    """target = the sum of the sources (all scales 1); source 0 may be the target itself."""
+def sum_pd(target_desc, source_descs, scales=None):
+    """target = the sum of the sources times `scales` (default all 1); source 0 may be the
+    target itself."""
     count = len(source_descs)
-    scales = (ctypes.c_float * count)(*([1.0] * count))
+    scales = (ctypes.c_float * count)(*(scales or [1.0] * count))
     sources = (ctypes.c_void_p * count)(*[desc.handle.value for desc in source_descs])
     return PrimitiveDesc("dnnl_sum_primitive_desc_create", "sum",
-                         f"{count} x {target_desc}", target_desc.handle, count, scales, sources,
-                         default_attributes().handle)
+                         f"{count} x {target_desc} scales {list(scales)}", target_desc.handle,
+                         count, scales, sources, default_attributes().handle)
+
+
+def concat_pd(target_desc, axis, source_descs, shapes):
+    """target = the sources side by side along `axis` (target may be `format_tag any`)."""
+    count = len(source_descs)
+    sources = (ctypes.c_void_p * count)(*[desc.handle.value for desc in source_descs])
+    return PrimitiveDesc("dnnl_concat_primitive_desc_create", "concat", shapes,
+                         target_desc.handle, count, axis, sources, default_attributes().handle)
 
 
 _DEFAULT_ATTRIBUTES = []
@@ -247,20 +256,6 @@ class BoundCall:
             raise DnnlError(f"{self.primitive.name} ({self.label}) execute", shapes, status)
 
 
-__all__ = ["Attributes", "default_attributes", "post_op_arg", "reorder_pd", "sum_pd",
-           "PrimitiveDesc", "Primitive",
-           "PrimitiveCache", "primitive_cache", "BoundCall", "reorder_now"]
-
-
-def reorder_now(source, target):
-    """Copy `source` into `target` (two Memory objects) right away, converting the layout.
-
-    For one-off edges such as loading user weights; plans use `PlanBuilder.reorder` instead.
-    """
-    primitive = primitive_cache.get(("reorder", layout_key(source.desc), layout_key(target.desc)),
-                                    lambda: reorder_pd(source.desc, target.desc))
-    args = {dnnl.ARG_FROM: source, dnnl.ARG_TO: target}
-    if primitive.scratchpad_desc is not None:
-        args[dnnl.ARG_SCRATCHPAD] = Memory(primitive.scratchpad_desc)
-    BoundCall(primitive, args, "one-off reorder").run()
-
+__all__ = ["Attributes", "default_attributes", "post_op_arg", "reorder_pd", "scaled_reorder_pd",
+           "sum_pd", "concat_pd", "PrimitiveDesc", "Primitive", "PrimitiveCache",
+           "primitive_cache", "BoundCall"]

@@ -57,6 +57,18 @@ def random_uniform(shape, limit=0.05):
     return _generator[0].uniform(-limit, limit, shape).astype(np.float32)
 
 
+def orthogonal(shape, gain=1.0):
+    """Keras's Orthogonal: the Q of a QR decomposition of a normal matrix (rows: the product
+    of all but the last axis), signs fixed by R's diagonal, times `gain`."""
+    rows, columns = int(np.prod(shape[:-1])), shape[-1]
+    values = _generator[0].normal(0.0, 1.0, (max(rows, columns), min(rows, columns)))
+    q, r = np.linalg.qr(values)
+    q *= np.sign(np.diag(r))
+    if rows < columns:
+        q = q.T
+    return (gain * q).reshape(shape).astype(np.float32)
+
+
 def _truncated_normal(shape, stddev):
     # Keras draws from a normal truncated at 2 stddev, rescaled to keep the variance.
     scale = stddev / 0.87962566103423978
@@ -70,7 +82,7 @@ def _truncated_normal(shape, stddev):
 
 
 ALL = {f.__name__: f for f in (zeros, ones, glorot_uniform, glorot_normal, he_normal, he_uniform,
-                               random_normal, random_uniform)}
+                               random_normal, random_uniform, orthogonal)}
 
 
 # Keras 3's class names and default configs, for configs in both directions (a saved model's
@@ -83,6 +95,7 @@ KERAS_CLASSES = {
     "he_normal": ("HeNormal", _FAN_DEFAULTS), "he_uniform": ("HeUniform", _FAN_DEFAULTS),
     "random_normal": ("RandomNormal", {"seed": None, "mean": 0.0, "stddev": 0.05}),
     "random_uniform": ("RandomUniform", {"seed": None, "minval": -0.05, "maxval": 0.05}),
+    "orthogonal": ("Orthogonal", {"seed": None, "gain": 1.0}),
 }
 _BY_CLASS_NAME = {class_name: name for name, (class_name, _) in KERAS_CLASSES.items()}
 

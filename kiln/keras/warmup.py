@@ -43,6 +43,7 @@ def warm_up():
     _warm_up_layers()
     _warm_up_custom_layer()
     _warm_up_merge_gradients()
+    _warm_up_recurrent()
 
 
 def _fit(model, x, y, loss, metrics=(), **compile_args):
@@ -135,6 +136,20 @@ def _warm_up_layers():
                                        Conv2D(4, 3, padding="same")(block_input)]))
     outputs = Dense(2, activation="softmax")(Flatten()(merged))
     _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
+
+
+def _warm_up_recurrent():
+    """The kernels around the RNN primitives: a reset_after GRU's bias folding and a
+    sequence returned in go_backwards' order (forward and gradient)."""
+    from . import Sequential
+    from .layers import GRU, Dense, Flatten
+
+    rng = np.random.default_rng(0)
+    x = rng.random((4, 3, 2), dtype=np.float32)
+    y = np.eye(2, dtype=np.float32)[[0, 1, 0, 1]]
+    model = Sequential([GRU(3, return_sequences=True, go_backwards=True, input_shape=(3, 2)),
+                        Flatten(), Dense(2, activation="softmax")])
+    _fit(model, x, y, "categorical_crossentropy")
 
 
 def _warm_up_augmentation(model, x, y):

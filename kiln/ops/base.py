@@ -101,7 +101,8 @@ class Builder(Protocol):
     def primitive(self, key: tuple, make_pd: Callable[[], Any]) -> Any:
         """A ready-to-run primitive from the process-wide cache; `make_pd()` builds its
         primitive descriptor on a miss. `key` must name everything the descriptor depends
-        on (kind, prop kind, layouts, attributes)."""
+        on (kind, prop kind, layouts, attributes): ops pass `*descriptor(...)`
+        (binding/descriptor.py), which derives both from the same arguments."""
 
     def bind(self, primitive: Any, args: dict, label: str) -> Any:
         """A call of `primitive` on `args` ({dnnl.ARG_*: Memory}) with the plan's shared

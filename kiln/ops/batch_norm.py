@@ -22,12 +22,11 @@ Statistics, gamma and beta are f32 in oneDNN whatever the activations' type, so 
 keep bf16 activations and f32 parameters, as Keras' mixed precision does.
 """
 
-import ctypes
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import descriptor, sum_descriptor
 from ..binding.errors import DnnlError
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .tensor import Tensor
 
@@ -130,7 +129,6 @@ class BatchNormOp(Op):
             if not candidate.pd.implementation.startswith("ref:"):
                 desc, fwd = plain, candidate
         source = builder.reorder(x.memory, desc, f"{name} input to layout")
-        key = (layout_key(desc), flags, self.epsilon)
         shapes = f"BatchNormalization '{name}' input {desc!r}"
 
         args = {dnnl.ARG_SRC: source, dnnl.ARG_DST: builder.allocate(desc)}
@@ -160,10 +158,10 @@ class BatchNormOp(Op):
             # backward_data when no weight learns; oneDNN 3.2 still writes both weight
             # gradients then (below), so it saves little on CPU.
             bwd_prop = dnnl.backward if any(wanted.values()) else dnnl.backward_data
-            bwd = builder.primitive(("bnorm bwd", bwd_prop, *key), lambda: PrimitiveDesc(
+            bwd = builder.primitive(*descriptor(
                 "dnnl_batch_normalization_backward_primitive_desc_create",
-                "batch normalization backward", shapes, bwd_prop, desc.handle, desc.handle,
-                desc.handle, self.epsilon, flags, fwd.pd.handle, default_attributes().handle))
+                "batch normalization backward", shapes, bwd_prop, desc, desc, desc,
+                self.epsilon, flags, fwd.pd))
             grad = builder.reorder(output_grad, bwd.pd.md(dnnl.query_diff_dst_md),
                                    f"{name} gradient to layout", backward=True)
             # oneDNN's batch normalization backward may write diff_src over diff_dst.
@@ -192,12 +190,9 @@ class BatchNormOp(Op):
         prop = builder.prop_kind  # forward_training keeps the relu workspace for backward
         shapes = f"BatchNormalization '{self.name}' input {desc!r}"
         try:
-            return builder.primitive(
-                ("bnorm fwd", prop, layout_key(desc), flags, self.epsilon),
-                lambda: PrimitiveDesc(
-                    "dnnl_batch_normalization_forward_primitive_desc_create",
-                    "batch normalization forward", shapes, prop, desc.handle, desc.handle,
-                    self.epsilon, flags, default_attributes().handle))
+            return builder.primitive(*descriptor(
+                "dnnl_batch_normalization_forward_primitive_desc_create",
+                "batch normalization forward", shapes, prop, desc, desc, self.epsilon, flags))
         except DnnlError as error:
             if desc.data_type != dnnl.bf16:
                 raise
@@ -214,21 +209,11 @@ class BatchNormOp(Op):
         packing replaces after planning, and one call for both statistics costs about as much
         to dispatch (docs/performance.md, 'Decisions and their measurements')."""
         momentum = self.momentum
-        sum_primitive = builder.primitive(
-            ("bnorm moving sum", layout_key(stat_desc), momentum),
-            lambda: _scaled_sum_pd(stat_desc, (momentum, 1.0 - momentum)))
+        sum_primitive = builder.primitive(*sum_descriptor(
+            stat_desc, [stat_desc, stat_desc], [momentum, 1.0 - momentum]))
         for short, batch in zip(("moving_mean", "moving_variance"), batch_statistics,
                                 strict=True):
             moving = builder.param(f"{self.name}/{short}", stat_desc)
             builder.add_forward(builder.bind(sum_primitive, {
                 dnnl.ARG_MULTIPLE_SRC: moving, dnnl.ARG_MULTIPLE_SRC + 1: batch,
                 dnnl.ARG_DST: moving}, f"{self.name} {short} update"))
-
-
-def _scaled_sum_pd(desc, scales):
-    """dst = scales[0] * src0 + scales[1] * src1, all in layout `desc` (src0 may be dst)."""
-    count = len(scales)
-    values = (ctypes.c_float * count)(*scales)
-    sources = (ctypes.c_void_p * count)(*[desc.handle.value] * count)
-    return PrimitiveDesc("dnnl_sum_primitive_desc_create", "sum", f"{count} x {desc!r}",
-                         desc.handle, count, values, sources, default_attributes().handle)

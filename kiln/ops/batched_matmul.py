@@ -18,8 +18,8 @@ dA = dC · Bᵀ and dB = Aᵀ · dC, the transposes being strided views of the s
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .merge import needed
 from .reshape import copy_in_layout, keras_layout
@@ -116,11 +116,10 @@ class BatchedMatmulOp(Op):
                                                       dnnl.f32))
 
     def _matmul(self, builder, src, weights, dst, label, backward):
-        key = ("matmul", layout_key(src.desc), layout_key(weights.desc), layout_key(dst.desc))
-        primitive = builder.primitive(key, lambda: PrimitiveDesc(
-            "dnnl_matmul_primitive_desc_create", "matmul", f"{label} {src.desc.dims} x "
-            f"{weights.desc.dims}", src.desc.handle, weights.desc.handle, None,
-            dst.desc.handle, default_attributes().handle))
+        primitive = builder.primitive(*descriptor(
+            "dnnl_matmul_primitive_desc_create", "matmul",
+            f"{label} {src.desc.dims} x {weights.desc.dims}", src.desc, weights.desc, None,
+            dst.desc))
         call = builder.bind(primitive, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights,
                                         dnnl.ARG_DST: dst}, label)
         (builder.add_backward if backward else builder.add_forward)(call)

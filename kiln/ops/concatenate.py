@@ -14,9 +14,9 @@ describe a region (a blocked layout cut inside a block) it is first reordered in
 import ctypes
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import concat_descriptor, reorder_descriptor
 from ..binding.library import lib
-from ..binding.memory import Memory, MemoryDesc, layout_key, to_dims
-from ..binding.primitive import PrimitiveDesc, default_attributes, reorder_pd
+from ..binding.memory import Memory, MemoryDesc, to_dims
 from .base import Op
 from .merge import check_count, check_dims, check_tensors, needed
 from .tensor import CHANNELS_LAST, Tensor
@@ -94,15 +94,8 @@ class ConcatenateOp(Op):
         shapes = (f"Concatenate '{self.name}' axis {axis} "
                   f"{' + '.join(str(list(d.dims)) for d in descs)}")
 
-        def make():
-            dst_any = MemoryDesc.any(output_dims, data_type)
-            handles = (ctypes.c_void_p * len(descs))(*[d.handle.value for d in descs])
-            return PrimitiveDesc("dnnl_concat_primitive_desc_create", "concat", shapes,
-                                 dst_any.handle, len(descs), axis, handles,
-                                 default_attributes().handle)
-
-        primitive = builder.primitive(
-            ("concat", axis, tuple(layout_key(d) for d in descs)), make)
+        primitive = builder.primitive(*concat_descriptor(
+            MemoryDesc.any(output_dims, data_type), axis, descs, shapes))
         output = builder.allocate(primitive.pd.md(dnnl.query_dst_md))
         args = {dnnl.ARG_MULTIPLE_SRC + i: s for i, s in enumerate(sources)}
         args[dnnl.ARG_DST] = output
@@ -123,11 +116,7 @@ class ConcatenateOp(Op):
                 region[axis] = offsets[i]
                 part = submemory(grad.desc, descs[i].dims, region)
                 target_desc = tensors[i].memory.desc
-                # layout_key ignores a region's offset: the key names the region itself
-                key = ("reorder region", layout_key(grad.desc), descs[i].dims, tuple(region),
-                       layout_key(target_desc))
-                reorder = builder.primitive(
-                    key, lambda part=part, target_desc=target_desc: reorder_pd(part, target_desc))
+                reorder = builder.primitive(*reorder_descriptor(part, target_desc))
                 target = builder.allocate(target_desc)
                 # a view of the gradient's bytes through the region's descriptor
                 view = Memory(part, grad.storage)

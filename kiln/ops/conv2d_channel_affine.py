@@ -32,8 +32,8 @@ gradients go.
 import numpy as np
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import reorder_descriptor
 from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import scaled_reorder_pd
 from . import conv2d_channel_affine_kernels as kernels
 from .conv2d import Conv2DOp
 
@@ -153,9 +153,7 @@ class Conv2DChannelAffineOp(Conv2DOp):
 
     def _scaled_reorder(self, builder, source, target, scale, add, label):
         mask = self._scale_mask()
-        primitive = builder.primitive(
-            ("scaled reorder", layout_key(source.desc), layout_key(target.desc), mask),
-            lambda: scaled_reorder_pd(source.desc, target.desc, mask))
+        primitive = builder.primitive(*reorder_descriptor(source.desc, target.desc, mask))
         add(builder.bind(primitive, {dnnl.ARG_FROM: source, dnnl.ARG_TO: target,
                                      dnnl.ARG_ATTR_SCALES | dnnl.ARG_SRC: scale}, label))
 

@@ -144,20 +144,11 @@ class Conv2DTransposeOp(Op):
                 lambda: builder.primitive(*layer.backward_data(src_desc, dst_desc, fwd)),
                 lambda: builder.primitive(*layer.backward_data(src_any, dst_any, fwd)))
 
-        kernel = f"{self.name}/kernel"
-
-        def weight_grads(weights_desc):
-            bias = (builder.param_grad(f"{self.name}/bias", layer.bias) if self.use_bias
-                    else None)
-            return builder.param_grad(kernel, weights_desc), bias
-
-        steps = Pass(builder, self.name, lambda desc: builder.param(kernel, desc),
-                     weight_grads if builder.wants_grad(kernel) else None)
-        steps.master_layout(kernel, backward_weights)
+        steps = Pass.over_parameters(builder, self.name, f"{self.name}/kernel", layer.bias,
+                                     backward_weights)
         src = builder.reorder(x.memory, src_desc, f"{self.name} input")
         output = builder.allocate(dst_desc)
-        steps.forward(fwd, src, output, builder.param(f"{self.name}/bias", layer.bias)
-                      if self.use_bias else None)
+        steps.forward(fwd, src, output, steps.bias())
 
         def backward(output_grad):
             return steps.backward(output_grad, src, self.activation, output,

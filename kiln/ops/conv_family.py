@@ -112,6 +112,23 @@ class Pass:
         self.weights = weights
         self.weight_grads = weight_grads
 
+    @classmethod
+    def over_parameters(cls, builder, name, kernel, bias_desc, backward_weights):
+        """A Pass over the layer's own weights: the kernel `kernel` (its full name) and, when
+        `bias_desc` is given, `<name>/bias`; their gradients only when the kernel learns; f32
+        masters in backward-weights' layout under bf16 (master_layout)."""
+        bias = f"{name}/bias" if bias_desc is not None else None
+
+        def weight_grads(weights_desc):
+            return (builder.param_grad(kernel, weights_desc),
+                    builder.param_grad(bias, bias_desc) if bias else None)
+
+        steps = cls(builder, name, lambda desc: builder.param(kernel, desc),
+                    weight_grads if builder.wants_grad(kernel) else None)
+        steps.master_layout(kernel, backward_weights)
+        steps.bias = (lambda: builder.param(bias, bias_desc)) if bias else (lambda: None)
+        return steps
+
     def master_layout(self, kernel, backward_weights):
         """bf16 compute keeps f32 master weights in the layout their gradient comes in."""
         if self.builder.training and self.builder.data_type != dnnl.f32:

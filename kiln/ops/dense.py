@@ -91,17 +91,9 @@ class DenseOp(Op):
                           lambda: builder.primitive(*layer.backward_data(src.desc, dst_any,
                                                                          fwd)))
 
-        def weight_grads(weights_desc):
-            bias = (builder.param_grad(f"{self.name}/bias", layer.bias) if self.use_bias
-                    else None)
-            return builder.param_grad(kernel, weights_desc), bias
-
-        steps = Pass(builder, self.name, lambda desc: builder.param(kernel, desc),
-                     weight_grads if builder.wants_grad(kernel) else None)
-        steps.master_layout(kernel, backward_weights)
+        steps = Pass.over_parameters(builder, self.name, kernel, layer.bias, backward_weights)
         output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
-        steps.forward(fwd, src, output, builder.param(f"{self.name}/bias", layer.bias)
-                      if self.use_bias else None)
+        steps.forward(fwd, src, output, steps.bias())
 
         def backward(output_grad):
             return steps.backward(output_grad, src, self.activation, output, False,

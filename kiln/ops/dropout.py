@@ -9,8 +9,7 @@ In bf16 the kernel writes the mask as bf16 values and oneDNN's binary mul applie
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
 from .base import Op
 from .numba_config import PARALLEL, SERIAL, THREADS, get_thread_id, njit, prange
 
@@ -167,9 +166,9 @@ class DropoutOp(Op):
             (mask.as_array(np.uint16), keep_threshold(self.rate), scale_bits, self.counter,
              keep_scratch(CHUNK), np.zeros((THREADS, CHUNK), np.uint8)),
             f"{self.name} mask"))
-        multiply = builder.primitive(("binary mul", layout_key(desc)), lambda: PrimitiveDesc(
+        multiply = builder.primitive(*descriptor(
             "dnnl_binary_primitive_desc_create", "binary mul", f"dropout '{self.name}' {desc}",
-            dnnl.binary_mul, desc.handle, desc.handle, desc.handle, default_attributes().handle))
+            dnnl.binary_mul, desc, desc, desc))
         output = builder.allocate(desc)
         builder.add_forward(builder.bind(multiply, {dnnl.ARG_SRC: x.memory, dnnl.ARG_SRC_1: mask,
                                                     dnnl.ARG_DST: output},

@@ -5,8 +5,8 @@ layout encodes the feature order, so no reorder is needed on either pass."""
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import reorder_pd
+from ..binding.descriptor import reorder_descriptor
+from ..binding.memory import Memory, MemoryDesc
 from .base import Op
 from .tensor import Tensor
 
@@ -51,8 +51,7 @@ class FlattenToMatrixOp(Op):
             # already in that order: copy anyway, since a view of a plan input would not
             # follow the input buffer that use_input() points elsewhere
             image_order = builder.allocate(nhwc)
-            copy = builder.primitive(("reorder", layout_key(nhwc), layout_key(nhwc)),
-                                     lambda: reorder_pd(nhwc, nhwc))
+            copy = builder.primitive(*reorder_descriptor(nhwc, nhwc))
             builder.add_forward(builder.bind(copy, {dnnl.ARG_FROM: x.memory,
                                                     dnnl.ARG_TO: image_order},
                                              f"{self.name} copy"))

@@ -15,14 +15,12 @@ JAX differentiates Keras' chain of `maximum(maximum(x0, x1), x2)`: half to each 
 tied step.
 """
 
-import ctypes
 
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.descriptor import descriptor
-from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor, sum_descriptor
+from ..binding.memory import Memory, MemoryDesc
 from .base import Op
 from .eltwise import ACTIVATIONS, IDENTITY, eltwise_backward, post_ops
 from .layout_preference import prefer
@@ -131,13 +129,7 @@ def add_sum(builder, sources, dst, label, scale=1.0, who=""):
     count = len(sources)
 
     def make(desc):
-        def create():
-            scales = (ctypes.c_float * count)(*([scale] * count))
-            handles = (ctypes.c_void_p * count)(*([desc.handle.value] * count))
-            return PrimitiveDesc("dnnl_sum_primitive_desc_create", "sum",
-                                 f"{who} {count} x {desc} scale {scale}", desc.handle, count,
-                                 scales, handles, default_attributes().handle)
-        return builder.primitive(("scaled sum", layout_key(desc), count, scale), create)
+        return builder.primitive(*sum_descriptor(desc, [desc] * count, [scale] * count))
     args = {dnnl.ARG_MULTIPLE_SRC + i: s for i, s in enumerate(sources)}
     args[dnnl.ARG_DST] = dst
     add_call(builder, make, args, label)

@@ -12,8 +12,8 @@ channel) and applies it with oneDNN's broadcasting binary mul, in any layout, bo
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .dropout import _mix64, keep_threshold, step_salt
 from .numba_config import PARALLEL, SERIAL, njit, prange
@@ -133,10 +133,11 @@ class GaussianDropoutOp(Op):
 
 
 class SpatialDropout2DOp(Op):
-    """Args: name, rate (in [0, 1)), seed (int or None)."""
+    """Args: name, rate (in [0, 1)), seed (int or None), kind (the layer's name in messages:
+    SpatialDropout1D runs this op on its sequences seen as images)."""
 
-    def __init__(self, name, rate, seed=None):
-        self.name, self.rate = name, float(rate)
+    def __init__(self, name, rate, seed=None, kind="SpatialDropout2D"):
+        self.name, self.rate, self.kind = name, float(rate), kind
         self.counter = _counter(seed)
 
     def output_dims(self, input_dims):
@@ -146,9 +147,9 @@ class SpatialDropout2DOp(Op):
         if not builder.training or self.rate == 0:
             return x, lambda output_grad: output_grad
         if len(x.dims) != 4 or x.flattened:
-            raise ValueError(f"SpatialDropout2D '{self.name}': expected a 4D input, got shape "
+            raise ValueError(f"{self.kind} '{self.name}': expected a 4D input, got shape "
                              f"{x.keras_shape}")
-        _check_f32(x, f"SpatialDropout2D '{self.name}'")
+        _check_f32(x, f"{self.kind} '{self.name}'")
         desc = x.memory.desc
         n, c = x.dims[:2]
         mask_desc = MemoryDesc.with_tag((n, c, 1, 1), dnnl.f32, dnnl.abcd)
@@ -157,11 +158,9 @@ class SpatialDropout2DOp(Op):
             channel_mask_kernel, (mask, keep_threshold(self.rate),
                                   np.float32(1.0 / (1.0 - self.rate)), self.counter),
             f"{self.name} mask"))
-        multiply = builder.primitive(("binary mul", layout_key(desc), layout_key(mask_desc)),
-                                     lambda: PrimitiveDesc(
+        multiply = builder.primitive(*descriptor(
             "dnnl_binary_primitive_desc_create", "binary mul",
-            f"SpatialDropout2D '{self.name}' {desc}", dnnl.binary_mul, desc.handle,
-            mask_desc.handle, desc.handle, default_attributes().handle))
+            f"{self.kind} '{self.name}' {desc}", dnnl.binary_mul, desc, mask_desc, desc))
         output = builder.allocate(desc)
         builder.add_forward(builder.bind(multiply, {dnnl.ARG_SRC: x.memory, dnnl.ARG_SRC_1: mask,
                                                     dnnl.ARG_DST: output},

@@ -12,10 +12,10 @@ into it in place.
 import ctypes
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import reorder_descriptor
 from ..binding.errors import check
 from ..binding.library import lib
-from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import reorder_pd
+from ..binding.memory import Memory, MemoryDesc
 from .base import Op
 from .concatenate import submemory
 
@@ -42,12 +42,9 @@ def window_offset(desc):
 
 
 def copy(builder, source, target, label, backward=False):
-    """Add a reorder source -> target (either may be a window of a larger buffer). The
-    windows' offsets are part of the cache key: layout_key leaves them out, and a reorder
-    primitive is made for one offset (two crops of equal size are two primitives)."""
-    key = ("reorder", layout_key(source.desc), layout_key(target.desc),
-           window_offset(source.desc), window_offset(target.desc))
-    primitive = builder.primitive(key, lambda: reorder_pd(source.desc, target.desc))
+    """Add a reorder source -> target (either may be a window of a larger buffer; the key
+    holds the windows' offsets: two crops of equal size are two primitives)."""
+    primitive = builder.primitive(*reorder_descriptor(source.desc, target.desc))
     call = builder.bind(primitive, {dnnl.ARG_FROM: source, dnnl.ARG_TO: target}, label)
     (builder.add_backward if backward else builder.add_forward)(call)
 

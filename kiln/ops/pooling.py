@@ -2,8 +2,8 @@
 for backward) and backward. Runs in whatever layout its input has: no reorder."""
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key, to_dims
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .conv2d import conv_output_length, same_padding
 from .eltwise import FUSABLE, eltwise_backward, spec
@@ -47,16 +47,13 @@ class Pooling2DOp(Op):
                 same_padding(desc.dims[3], self.pool_size[1], self.strides[1]))
             pad_l, pad_r = (top, left), (bottom, right)
         dst_any = MemoryDesc.any(output_dims, builder.data_type)
-        geometry = (layout_key(desc), output_dims, self.pool_size, self.strides, pad_l, pad_r)
         alg = ALGORITHMS[self.mode]
         shapes = f"pooling '{self.name}' input {list(desc.dims)} output {list(output_dims)}"
-        arrays = [to_dims(v) for v in (self.strides, self.pool_size, (0, 0), pad_l, pad_r)]
-        fwd = builder.primitive(("pool fwd", builder.prop_kind, alg, geometry),
-                                lambda: PrimitiveDesc(
+        geometry = (self.strides, self.pool_size, (0, 0), pad_l, pad_r)
+        fwd = builder.primitive(*descriptor(
             "dnnl_pooling_forward_primitive_desc_create", "pooling forward", shapes,
-            builder.prop_kind, alg, desc.handle, dst_any.handle, *arrays,
-            default_attributes().handle))
-        return fwd, (alg, geometry, shapes, arrays, dst_any)
+            builder.prop_kind, alg, desc, dst_any, *geometry))
+        return fwd, (alg, geometry, shapes, dst_any)
 
     def output_desc(self, builder, x):
         """The layout oneDNN's pooling gives its output for input `x` (fused ops match it)."""
@@ -66,7 +63,7 @@ class Pooling2DOp(Op):
     def forward(self, builder, x, need_input_grad=True):
         source = x.memory
         desc = source.desc
-        fwd, (alg, geometry, shapes, arrays, dst_any) = self._forward_primitive(builder, desc)
+        fwd, (alg, geometry, shapes, dst_any) = self._forward_primitive(builder, desc)
         output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
         args = {dnnl.ARG_SRC: source, dnnl.ARG_DST: output}
         workspace_desc = fwd.pd.md(dnnl.query_workspace_md)
@@ -90,10 +87,9 @@ class Pooling2DOp(Op):
             if activation is not None:
                 output_grad = eltwise_backward(builder, activation, output, output_grad,
                                                self.name)
-            bwd = builder.primitive(("pool bwd", alg, geometry), lambda: PrimitiveDesc(
+            bwd = builder.primitive(*descriptor(
                 "dnnl_pooling_backward_primitive_desc_create", "pooling backward", shapes, alg,
-                desc.handle, dst_any.handle, *arrays, fwd.pd.handle,
-                default_attributes().handle))
+                desc, dst_any, *geometry, fwd.pd))
             input_grad = builder.allocate(bwd.pd.md(dnnl.query_diff_src_md))
             bwd_args = {dnnl.ARG_DIFF_DST: builder.reorder(
                             output_grad, bwd.pd.md(dnnl.query_diff_dst_md),

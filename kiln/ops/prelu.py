@@ -4,8 +4,8 @@ over the broadcast axes). Runs in the input's layout.
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .base import Op
 from .tensor import CHANNELS_LAST, keras_shape, logical_dims
 
@@ -45,11 +45,9 @@ class PReLUOp(Op):
         alpha_dims = self.parameter_dims(x.dims, x.data_format)["alpha"][0]
         alpha_any = MemoryDesc.any(alpha_dims, dnnl.f32)
         shapes = f"PReLU '{self.name}' input {desc} alpha {list(alpha_dims)}"
-        key = (layout_key(desc), alpha_dims)
-        fwd = builder.primitive(("prelu fwd", builder.prop_kind, *key), lambda: PrimitiveDesc(
+        fwd = builder.primitive(*descriptor(
             "dnnl_prelu_forward_primitive_desc_create", "prelu forward", shapes,
-            builder.prop_kind, desc.handle, alpha_any.handle, desc.handle,
-            default_attributes().handle))
+            builder.prop_kind, desc, alpha_any, desc))
         alpha_name = f"{self.name}/alpha"
         alpha = builder.param(alpha_name, fwd.pd.md(dnnl.query_weights_md))
         output = builder.allocate(desc)
@@ -60,10 +58,9 @@ class PReLUOp(Op):
             wants_alpha = builder.wants_grad(alpha_name)
             if not (need_input_grad or wants_alpha):
                 return None
-            bwd = builder.primitive(("prelu bwd", *key), lambda: PrimitiveDesc(
+            bwd = builder.primitive(*descriptor(
                 "dnnl_prelu_backward_primitive_desc_create", "prelu backward", shapes,
-                desc.handle, alpha_any.handle, desc.handle, alpha_any.handle, desc.handle,
-                fwd.pd.handle, default_attributes().handle))
+                desc, alpha_any, desc, alpha_any, desc, fwd.pd))
             grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
             input_grad = builder.allocate(desc)
             weights = builder.param(alpha_name, bwd.pd.md(dnnl.query_weights_md))

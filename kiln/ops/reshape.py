@@ -9,8 +9,8 @@ dims; the gradient comes back the same way. Those buffers keep their own bytes.
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.memory import Memory, MemoryDesc, layout_key
-from ..binding.primitive import reorder_pd
+from ..binding.descriptor import reorder_descriptor
+from ..binding.memory import Memory, MemoryDesc
 from .base import Op
 from .concatenate import plain_tag
 from .tensor import CHANNELS_LAST, keras_shape, logical_dims
@@ -27,8 +27,7 @@ def keras_layout(dims, data_format, flattened, data_type):
 def copy_in_layout(builder, memory, desc, label):
     """`memory` reordered into `desc`, always into a new buffer of its own."""
     target = builder.keep(builder.allocate(desc))
-    primitive = builder.primitive(("reorder", layout_key(memory.desc), layout_key(desc)),
-                                  lambda: reorder_pd(memory.desc, desc))
+    primitive = builder.primitive(*reorder_descriptor(memory.desc, desc))
     builder.add_forward(builder.bind(primitive, {dnnl.ARG_FROM: memory, dnnl.ARG_TO: target},
                                      label))
     return target

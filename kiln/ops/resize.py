@@ -4,8 +4,8 @@ backend resizes), in the input's layout.
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
+from ..binding.memory import MemoryDesc
 from .base import Op
 
 ALGORITHMS = {"nearest": dnnl.resampling_nearest, "bilinear": dnnl.resampling_linear}
@@ -30,12 +30,10 @@ class UpSampling2DOp(Op):
         dst_any = MemoryDesc.any(out_dims, desc.data_type)
         alg = ALGORITHMS[self.interpolation]
         shapes = f"UpSampling2D '{self.name}' {desc} -> {list(out_dims)} {self.interpolation}"
-        key = (alg, layout_key(desc), out_dims)
-        fwd = builder.primitive(("resampling fwd", builder.prop_kind, *key),
-                                lambda: PrimitiveDesc(
+        # factors None: oneDNN takes them from the two descriptors' dims
+        fwd = builder.primitive(*descriptor(
             "dnnl_resampling_forward_primitive_desc_create", "resampling forward", shapes,
-            builder.prop_kind, alg, None, desc.handle, dst_any.handle,
-            default_attributes().handle))
+            builder.prop_kind, alg, None, desc, dst_any))
         output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
         builder.add_forward(builder.bind(fwd, {dnnl.ARG_SRC: x.memory, dnnl.ARG_DST: output},
                                          f"{self.name} forward"))
@@ -43,10 +41,9 @@ class UpSampling2DOp(Op):
         def backward(output_grad):
             if not need_input_grad:
                 return None
-            bwd = builder.primitive(("resampling bwd", *key), lambda: PrimitiveDesc(
+            bwd = builder.primitive(*descriptor(
                 "dnnl_resampling_backward_primitive_desc_create", "resampling backward", shapes,
-                alg, None, desc.handle, output.desc.handle, fwd.pd.handle,
-                default_attributes().handle))
+                alg, None, desc, output.desc, fwd.pd))
             grad = builder.reorder(output_grad, bwd.pd.md(dnnl.query_diff_dst_md),
                                    f"{self.name} gradient to layout", backward=True)
             input_grad = builder.allocate(bwd.pd.md(dnnl.query_diff_src_md))

@@ -6,8 +6,7 @@ the input's layout, blocked or not.
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
 from .base import Op
 
 ALGORITHMS = {"softmax": dnnl.softmax_accurate, "log_softmax": dnnl.softmax_log}
@@ -44,12 +43,10 @@ class SoftmaxOp(Op):
         axis = logical_axis(self.axis, len(x.dims), x.data_format, context)
         alg = ALGORITHMS[self.kind]
         desc = x.memory.desc
-        key = (builder.prop_kind, alg, layout_key(desc), axis)
         shapes = f"{self.kind} '{self.name}' {desc} axis {axis}"
-        fwd = builder.primitive(("softmax fwd", *key), lambda: PrimitiveDesc(
+        fwd = builder.primitive(*descriptor(
             "dnnl_softmax_forward_primitive_desc_create", "softmax forward", shapes,
-            builder.prop_kind, alg, desc.handle, desc.handle, axis,
-            default_attributes().handle))
+            builder.prop_kind, alg, desc, desc, axis))
         output = builder.allocate(desc)
         builder.add_forward(builder.bind(fwd, {dnnl.ARG_SRC: x.memory, dnnl.ARG_DST: output},
                                          f"{self.name} {self.kind}"))
@@ -57,10 +54,9 @@ class SoftmaxOp(Op):
         def backward(output_grad):
             if not need_input_grad:
                 return None
-            bwd = builder.primitive(("softmax bwd", *key), lambda: PrimitiveDesc(
+            bwd = builder.primitive(*descriptor(
                 "dnnl_softmax_backward_primitive_desc_create", "softmax backward", shapes,
-                alg, desc.handle, desc.handle, desc.handle, axis, fwd.pd.handle,
-                default_attributes().handle))
+                alg, desc, desc, desc, axis, fwd.pd))
             grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
             input_grad = builder.allocate(desc)
             builder.add_backward(builder.bind(bwd, {dnnl.ARG_DST: output, dnnl.ARG_DIFF_DST: grad,

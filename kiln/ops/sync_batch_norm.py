@@ -25,8 +25,8 @@ backward  oneDNN's backward with those statistics computes, from the shard's dy,
 import numpy as np
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import descriptor
 from ..binding.memory import MemoryDesc, layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
 from .batch_norm import BatchNormOp
 from .tensor import Tensor
 
@@ -47,17 +47,13 @@ class SyncBatchNormOp(BatchNormOp):
     def _bn(self, builder, prop, desc, flags, hint=None):
         shapes = f"BatchNormalization '{self.name}' input {desc!r}"
         if prop == dnnl.backward:
-            return builder.primitive(
-                ("sync bnorm bwd", layout_key(desc), flags, self.epsilon), lambda: PrimitiveDesc(
-                    "dnnl_batch_normalization_backward_primitive_desc_create",
-                    "batch normalization backward", shapes, prop, desc.handle, desc.handle,
-                    desc.handle, self.epsilon, flags, hint.pd.handle,
-                    default_attributes().handle))
-        return builder.primitive(
-            ("sync bnorm fwd", prop, layout_key(desc), flags, self.epsilon), lambda: PrimitiveDesc(
-                "dnnl_batch_normalization_forward_primitive_desc_create",
-                "batch normalization forward", shapes, prop, desc.handle, desc.handle,
-                self.epsilon, flags, default_attributes().handle))
+            return builder.primitive(*descriptor(
+                "dnnl_batch_normalization_backward_primitive_desc_create",
+                "batch normalization backward", shapes, prop, desc, desc, desc, self.epsilon,
+                flags, hint.pd))
+        return builder.primitive(*descriptor(
+            "dnnl_batch_normalization_forward_primitive_desc_create",
+            "batch normalization forward", shapes, prop, desc, desc, self.epsilon, flags))
 
     def _synchronized(self, builder, x, need_input_grad):
         name, sync, epsilon = self.name, self.sync, self.epsilon

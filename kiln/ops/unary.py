@@ -11,8 +11,7 @@ oneDNN's algorithms with their (alpha, beta):
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import layout_key
-from ..binding.primitive import PrimitiveDesc, default_attributes
+from ..binding.descriptor import descriptor
 from .base import Op
 
 # oneDNN 3.x's dnnl_alg_kind_t values not in binding/constants.py
@@ -42,11 +41,9 @@ class UnaryOp(Op):
         shapes = f"{self.function} '{self.name}' {desc} alpha {alpha} beta {beta}"
 
         def forward_pd(prop_kind):
-            return builder.primitive(
-                ("eltwise fwd", prop_kind, alg, alpha, beta, layout_key(desc)),
-                lambda: PrimitiveDesc("dnnl_eltwise_forward_primitive_desc_create",
-                                      "eltwise forward", shapes, prop_kind, alg, desc.handle,
-                                      desc.handle, alpha, beta, default_attributes().handle))
+            return builder.primitive(*descriptor(
+                "dnnl_eltwise_forward_primitive_desc_create", "eltwise forward", shapes,
+                prop_kind, alg, desc, desc, alpha, beta))
 
         fwd = forward_pd(builder.prop_kind)
         output = builder.allocate(desc)
@@ -57,11 +54,9 @@ class UnaryOp(Op):
             if not need_input_grad:
                 return None
             hint = forward_pd(dnnl.forward_training)
-            bwd = builder.primitive(("eltwise bwd", alg, alpha, beta, layout_key(desc)),
-                                    lambda: PrimitiveDesc(
+            bwd = builder.primitive(*descriptor(
                 "dnnl_eltwise_backward_primitive_desc_create", "eltwise backward", shapes, alg,
-                desc.handle, desc.handle, desc.handle, alpha, beta, hint.pd.handle,
-                default_attributes().handle))
+                desc, desc, desc, alpha, beta, hint.pd))
             grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
             input_grad = grad if builder.writable(grad) else builder.allocate(desc)
             builder.add_backward(builder.bind(bwd, {

@@ -11,8 +11,8 @@ shared so that none of them overwrites it in place.
 """
 
 from ..binding import constants as dnnl
-from ..binding.memory import Memory, layout_key
-from ..binding.primitive import sum_pd
+from ..binding.descriptor import sum_descriptor
+from ..binding.memory import Memory
 
 
 class GradientSums:
@@ -102,9 +102,8 @@ class GradientSums:
     def add_sum(self, target, sources, label):
         """Add `target = sum(sources)` (all in target's layout; target may be sources[0]) to
         the backward list."""
-        descs = [target.desc] + [source.desc for source in sources]
-        primitive = self._primitives.get(("sum", *(layout_key(d) for d in descs)),
-                                         lambda: sum_pd(descs[0], descs[1:]))
+        primitive = self._primitives.get(*sum_descriptor(target.desc,
+                                                         [source.desc for source in sources]))
         args = {dnnl.ARG_MULTIPLE_SRC + i: memory for i, memory in enumerate(sources)}
         args[dnnl.ARG_DST] = target
         self._calls.append(self._primitives.bind(primitive, args, label))

@@ -11,7 +11,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.library import lib
 from ..binding.memory import ALIGNMENT, Memory, MemoryDesc, aligned_bytes
-from ..binding.primitive import reorder_now
+from ..binding.reorder import reorder_now
 
 
 class Parameter:

@@ -6,8 +6,9 @@ binding's business: this module only asks the cache with the key it is given.)
 """
 
 from ..binding import constants as dnnl
+from ..binding.descriptor import reorder_descriptor
 from ..binding.memory import layout_key
-from ..binding.primitive import BoundCall, primitive_cache, reorder_pd
+from ..binding.primitive import BoundCall, primitive_cache
 
 
 class Primitives:
@@ -29,8 +30,7 @@ class Primitives:
 
     def reorder_call(self, source, target, label):
         """A bound reorder from `source` into `target` (two Memory objects)."""
-        key = ("reorder", layout_key(source.desc), layout_key(target.desc))
-        primitive = self.get(key, lambda: reorder_pd(source.desc, target.desc))
+        primitive = self.get(*reorder_descriptor(source.desc, target.desc))
         return self.bind(primitive, {dnnl.ARG_FROM: source, dnnl.ARG_TO: target}, label)
 
 

@@ -17,7 +17,7 @@ same oneDNN reorder as the weight itself, so each step runs in the stored layout
 import numpy as np
 
 from ..binding.memory import Memory
-from ..binding.primitive import reorder_now
+from ..binding.reorder import reorder_now
 from ..ops.numba_config import PARALLEL, njit, prange
 
 

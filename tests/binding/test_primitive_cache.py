@@ -4,7 +4,8 @@ import numpy as np
 
 from kiln.binding import constants as dnnl
 from kiln.binding.memory import Memory, MemoryDesc, layout_key
-from kiln.binding.primitive import PrimitiveCache, primitive_cache, reorder_now, reorder_pd
+from kiln.binding.primitive import PrimitiveCache, primitive_cache, reorder_pd
+from kiln.binding.reorder import reorder_now
 from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.tensor import Tensor
 from kiln.plan.builder import PlanBuilder

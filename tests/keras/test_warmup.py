@@ -19,6 +19,7 @@ from kiln.ops import (
     noise,
     normalization,
     numba_config,
+    recurrent_kernels,
 )
 from kiln.ops.losses import binary, categorical, cosine, elementwise, label_checks, metric_kernels
 from kiln.plan import traced_loss, weight_penalties
@@ -47,7 +48,9 @@ def test_warm_up_compiles_the_plan_kernels():
                channel_affine_kernels.backward_kernel,
                conv2d_channel_affine_kernels.affine_vectors,
                conv2d_channel_affine_kernels.affine_vector_grads,
-               traced_loss.reduce_loss_kernel]
+               traced_loss.reduce_loss_kernel, recurrent_kernels.reverse_time,
+               recurrent_kernels.fold_reset_after_bias,
+               recurrent_kernels.unfold_reset_after_bias]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from kiln.binding import constants as dnnl
 from kiln.binding.library import lib
 from kiln.binding.memory import Memory
-from kiln.binding.primitive import reorder_now
+from kiln.binding.reorder import reorder_now
 from kiln.ops.tensor import CHANNELS_FIRST, CHANNELS_LAST, Tensor
 from kiln.plan.builder import PlanBuilder
 from kiln.plan.parameters import ParameterStore

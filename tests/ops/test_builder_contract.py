@@ -86,3 +86,30 @@ def test_plan_builder_implements_the_protocol():
         assert callable(implementation), name
         assert (inspect.signature(implementation).parameters.keys()
                 == inspect.signature(getattr(Builder, name)).parameters.keys()), name
+
+
+class _PrimitiveRequests(ast.NodeVisitor):
+    """`builder.primitive(...)` calls whose arguments are not one starred descriptor call."""
+
+    def __init__(self):
+        self.hand_built = []
+
+    def visit_Call(self, node):
+        if (isinstance(node.func, ast.Attribute) and node.func.attr == "primitive"
+                and _is_builder(node.func.value)):
+            spread = (len(node.args) == 1 and isinstance(node.args[0], ast.Starred)
+                      and isinstance(node.args[0].value, ast.Call))
+            if not spread:
+                self.hand_built.append(f"{self.path}:{node.lineno}")
+        self.generic_visit(node)
+
+
+def test_ops_take_cache_keys_from_the_descriptor_arguments():
+    """A key written by hand beside the creating call can leave out an argument and hand one
+    shape's primitive to another: ops spread a (key, make) pair made from one argument list
+    (binding/descriptor.py, or conv_family.Primitives, which is built on it)."""
+    requests = _PrimitiveRequests()
+    for path in sorted(OPS.rglob("*.py")):
+        requests.path = path.relative_to(OPS.parent)
+        requests.visit(ast.parse(path.read_text(), str(path)))
+    assert requests.hand_built == []

@@ -16,7 +16,7 @@ from op_checker import (
 from kiln.binding import constants as dnnl
 from kiln.binding.library import lib
 from kiln.binding.memory import Memory, MemoryDesc, layout_key
-from kiln.binding.primitive import reorder_now
+from kiln.binding.reorder import reorder_now
 from kiln.ops.batch_norm import BatchNormOp
 from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.flatten import FlattenOp

@@ -17,7 +17,7 @@ from op_checker import (
 from kiln.binding import constants as dnnl
 from kiln.binding.errors import DnnlError
 from kiln.binding.memory import Memory, MemoryDesc
-from kiln.binding.primitive import reorder_now
+from kiln.binding.reorder import reorder_now
 from kiln.keras import mixed_precision
 from kiln.ops.concatenate import ConcatenateOp
 from kiln.ops.conv2d import Conv2DOp

@@ -9,6 +9,15 @@ import pytest
 from kiln.plan.interrupts import interrupts_deferred
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own handler, as in a foreground process: a run started in the background
+    inherits SIGINT ignored, and these tests are about the handler Python installs."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_sigint_waits_for_the_body_then_raises_keyboard_interrupt():
     done = []
     with pytest.raises(KeyboardInterrupt):

@@ -1,5 +1,5 @@
 """Small datasets, loaded like `keras.datasets`."""
 
-from . import cifar10, mnist
+from . import cifar10, imdb, mnist, reuters
 
-__all__ = ["cifar10", "mnist"]
+__all__ = ["cifar10", "imdb", "mnist", "reuters"]

@@ -65,8 +65,9 @@ def sha256_of(path):
     return digest.hexdigest()
 
 
-def download_verified(url, destination, expected_sha256, timeout=DOWNLOAD_TIMEOUT_SECONDS):
-    """Downloads `url` to `destination`, keeping it only if its sha256 matches.
+def download_verified(url, destination, expected_sha256, timeout=DOWNLOAD_TIMEOUT_SECONDS,
+                      algorithm="sha256"):
+    """Downloads `url` to `destination`, keeping it only if its digest matches.
 
     The bytes go to a temporary file next to `destination` and are renamed
     into place after verification, so an interrupted or tampered download
@@ -77,6 +78,8 @@ def download_verified(url, destination, expected_sha256, timeout=DOWNLOAD_TIMEOU
         destination: Final path of the file.
         expected_sha256: Hex digest the file must have.
         timeout: Seconds before a stalled connection is abandoned.
+        algorithm: `hashlib` name of the digest; `"md5"` for the few files Keras itself
+            only knows the md5 of (the word index files).
 
     Returns:
         `destination` as a `pathlib.Path`.
@@ -89,7 +92,7 @@ def download_verified(url, destination, expected_sha256, timeout=DOWNLOAD_TIMEOU
     fd, partial = tempfile.mkstemp(prefix=destination.name + ".", suffix=".part",
                                    dir=destination.parent)
     try:
-        digest = hashlib.sha256()
+        digest = hashlib.new(algorithm)
         with os.fdopen(fd, "wb") as out:
             try:
                 with urllib.request.urlopen(url, timeout=timeout) as response:
@@ -100,7 +103,7 @@ def download_verified(url, destination, expected_sha256, timeout=DOWNLOAD_TIMEOU
                 raise DownloadError(f"could not download {url}: {err}") from err
         if digest.hexdigest() != expected_sha256:
             raise DownloadError(
-                f"sha256 mismatch for {url}: expected {expected_sha256}, "
+                f"{algorithm} mismatch for {url}: expected {expected_sha256}, "
                 f"got {digest.hexdigest()}; the file was discarded")
         os.replace(partial, destination)
     finally:

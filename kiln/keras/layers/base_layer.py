@@ -185,7 +185,7 @@ class Layer:
         (keras.regularizers / keras.constraints objects) are planned into the step."""
         if self._store is None:
             self._store = ParameterStore()
-        path = f"{self.name}/{name}"
+        path = f"{self.weight_prefix}/{name}"
         value = np.asarray(initializer(tuple(shape)), dtype=np.float32)
         if value.shape != tuple(shape):
             raise ValueError(f"{self.context}: initializer of '{name}' returned shape "
@@ -200,6 +200,12 @@ class Layer:
         weight.regularizer, weight.constraint = regularizer, constraint
         self._weights.append(weight)
         return weight
+
+    @property
+    def weight_prefix(self):
+        """What the paths of this layer's weights start with: its name (a recurrent layer's
+        cell: "<layer>/<cell>", as Keras's paths)."""
+        return self.name
 
     def add_kernel_and_bias(self, kernel_shape, parameter_dims):
         """The kernel (and bias, with use_bias) of a conv or dense layer, in Keras shapes;

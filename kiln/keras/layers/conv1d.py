@@ -9,6 +9,7 @@ from .. import activations, backend, initializers
 from .arguments import is_integer
 from .base_layer import Layer, check_choice
 from .conv2d import channels_of, check_groups, check_strides_with_dilation, positive_int
+from .sequences import check_sequence, check_steps
 
 
 def single(value, context, argument):
@@ -72,9 +73,9 @@ class Conv1D(Layer):
                                self.data_format)
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(f"{self.context}: expected a 3D input (batch, steps, channels) or "
-                             f"(batch, channels, steps), got shape {tuple(input_shape)}")
+        check_sequence(input_shape, self.context)
+        check_steps(self, input_shape, self.kernel_size[0], self.strides[0],
+                    self.dilation_rate[0])
         channels = channels_of(input_shape, self.data_format, self.context)
         check_groups(self.groups, channels, self.context)
         dims = self.op.parameter_dims(self._input_tensor.dims)

@@ -73,10 +73,11 @@ def _getitem_symbolic(x, key):
             not_in_model(function, f"an index {k!r} on axis {axis} (ints and slices of step 1 "
                                    "with static bounds only)")
         starts[logical[axis]], sizes[logical[axis]] = start, size
-    if all(sizes[logical[a]] == shape[a] for a in range(1, len(shape))):
-        return x
-    out = apply(SliceOp(op_name("slice"), starts, sizes), x)
-    if len(kept) != len(shape):  # int indices drop their axes
+    out = x
+    if not all(sizes[logical[a]] == shape[a] for a in range(1, len(shape))):
+        out = apply(SliceOp(op_name("slice"), starts, sizes), x)
+    # int indices drop their axes (also an axis of size 1 taken whole: x[:, 0] of (N, 1, C))
+    if len(kept) != len(shape):
         out = _reshape_symbolic("getitem", out, kept)
     return out
 

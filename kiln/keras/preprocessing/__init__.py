@@ -1,5 +1,6 @@
 """Keras 2's `keras.preprocessing` (Keras 3 dropped it; the classic scripts still import it)."""
 
-from . import image
+from ..utils.timeseries_dataset import timeseries_dataset_from_array
+from . import image, sequence
 
-__all__ = ["image"]
+__all__ = ["image", "sequence", "timeseries_dataset_from_array"]

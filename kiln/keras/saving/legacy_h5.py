@@ -106,8 +106,10 @@ def _keras2_node(node):
                 collect(item)
 
     collect(node.get("args", []))
+    # Keras 2 calls a recurrent layer on [sequences, *initial states]
+    collect((node.get("kwargs") or {}).get("initial_state") or [])
     kwargs = {key: value for key, value in (node.get("kwargs") or {}).items()
-              if not isinstance(value, dict)}
+              if not isinstance(value, dict) and key != "initial_state"}
     return [[*history, kwargs] for history in tensors]
 
 

@@ -20,7 +20,8 @@ from .subclassed_models import subclassed_build_config
 _BUILT_FROM_SHAPE = frozenset({
     "Conv2D", "Dense", "BatchNormalization", "Flatten", "Add", "Subtract", "Multiply",
     "Average", "Maximum", "Minimum", "Concatenate", "Conv1D", "Conv2DTranspose",
-    "DepthwiseConv2D", "SeparableConv2D"})
+    "DepthwiseConv2D", "SeparableConv2D", "DepthwiseConv1D", "SeparableConv1D",
+    "Conv1DTranspose", "UpSampling1D", "ZeroPadding1D", "Cropping1D", "RepeatVector"})
 
 
 def _shape_list(shape):

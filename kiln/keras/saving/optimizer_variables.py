@@ -13,7 +13,7 @@ below; an optimizer that has not stepped has no slots in either framework.
 import numpy as np
 
 from ...binding.memory import Memory
-from ...binding.primitive import reorder_now
+from ...binding.reorder import reorder_now
 
 # Keras 3's slot groups per optimizer, in build() order: each group is one
 # add_optimizer_variables call, whose names are interleaved per variable.

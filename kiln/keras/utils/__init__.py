@@ -1,5 +1,6 @@
 """`keras.utils`: label and array helpers and the text progress bar (here), PyDataset /
-Sequence, set_random_seed and image_dataset_from_directory (one module each)."""
+Sequence, set_random_seed, image_dataset_from_directory, pad_sequences and
+timeseries_dataset_from_array (one module each)."""
 
 import numbers
 import re
@@ -293,3 +294,5 @@ class Progbar:
 from .image_dataset import image_dataset_from_directory  # noqa: E402, F401
 from .py_dataset import PyDataset, Sequence  # noqa: E402, F401
 from .random_seed import set_random_seed  # noqa: E402, F401
+from .sequence_utils import pad_sequences  # noqa: E402, F401
+from .timeseries_dataset import timeseries_dataset_from_array  # noqa: E402, F401

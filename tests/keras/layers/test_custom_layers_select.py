@@ -133,6 +133,11 @@ def test_keras_ops_slice_in_a_model_and_what_slicing_refuses():
     np.testing.assert_array_equal(kk.ops.slice(x, (0, 1, 0, 2), (2, 2, 3, 4)),
                                   x[:, 1:3, :, 2:6])
     assert kk.ops.stack([inputs[:, :, 0]], axis=1).shape == (None, 1, 4, 8)  # one tensor
+    # an int index of an axis of size 1 drops it, though nothing is cut
+    single = kk.ops.expand_dims(inputs[:, 0, 0], 1)                          # (None, 1, 8)
+    assert single[:, 0].shape == (None, 8) and single[..., 0, :].shape == (None, 8)
+    model = kk.Model(inputs, single[:, 0])
+    np.testing.assert_array_equal(model.predict(x, verbose=0), x[:, 0, 0])
     for key, message in [((slice(None), slice(None, None, 2)), "a step of 2 on axis 1"),
                          ((0,), "an index 0 of the batch axis"),
                          ((slice(None), None), "an index None on axis 1"),

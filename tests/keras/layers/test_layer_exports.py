@@ -12,13 +12,23 @@ EXPORTED = [
     "Activation", "ActivityRegularization", "Add", "Average", "AveragePooling2D", "AvgPool2D",
     "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
     "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping2D", "Dense",
-    "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GaussianDropout", "GaussianNoise",
-    "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D", "GlobalMaxPooling2D",
-    "Identity", "Input", "InputLayer", "Lambda", "Layer", "LeakyReLU", "Masking", "MaxPool2D",
+    "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU", "GaussianDropout",
+    "GaussianNoise", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",
+    "GlobalMaxPooling2D", "Identity", "Input", "InputLayer", "LSTM", "Lambda", "Layer",
+    "LeakyReLU", "Masking", "MaxPool2D",
     "MaxPooling2D", "Maximum", "Minimum", "Multiply", "Normalization", "PReLU", "Permute",
-    "ReLU", "Rescaling", "Reshape", "SeparableConv2D", "SeparableConvolution2D", "Softmax",
+    "ReLU", "Rescaling", "Reshape", "SeparableConv2D", "SeparableConvolution2D", "SimpleRNN",
+    "Softmax",
     "SpatialDropout2D", "Subtract", "SyncBatchNormalization", "UpSampling2D", "ZeroPadding2D",
     "add", "average", "concatenate", "maximum", "minimum", "multiply", "subtract",
+]
+# the 1D (sequence) layers
+EXPORTED += [
+    "AveragePooling1D", "AvgPool1D", "Conv1DTranspose", "Convolution1DTranspose",
+    "DepthwiseConv1D", "SeparableConv1D", "SeparableConvolution1D",
+    "GlobalAveragePooling1D", "GlobalAvgPool1D",
+    "Cropping1D", "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
+    "RepeatVector", "SpatialDropout1D", "UpSampling1D", "ZeroPadding1D",
 ]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 

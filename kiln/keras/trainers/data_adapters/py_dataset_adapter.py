@@ -58,7 +58,10 @@ class PyDatasetAdapter(DataAdapter):
         self.count = self.num_batches = count
         if steps_per_epoch is not None:
             self.steps_per_epoch = positive_int(steps_per_epoch, "steps_per_epoch", owner)
-        self.shuffle = bool(shuffle) and count is not None
+        # a stand-in for a tf.data dataset (timeseries_dataset_from_array's) keeps its order:
+        # Keras's fit ignores shuffle for those
+        self.shuffle = (bool(shuffle) and count is not None
+                        and not getattr(dataset, "keeps_batch_order", False))
         self.ring = StagingRing(self.queue_size + 2)
         self.standardize = BatchStandardizer(signature, self.ring, type(dataset).__name__,
                                              class_weight)

@@ -1,0 +1,48 @@
+"""numba kernels around the oneDNN RNN primitives: what the primitives do not do themselves.
+
+- `reverse_time`: Keras's `go_backwards` returns the output sequence in processing order
+  (last input step first), oneDNN's right-to-left direction aligns it with the input: one
+  pass reverses the time axis of a plain (N, T, C) buffer (and of its gradient).
+- `fold_reset_after_bias` / `unfold_reset_after_bias`: a Keras GRU with `reset_after=True`
+  has an input bias and a recurrent bias (2, 3 * units); oneDNN's linear-before-reset GRU
+  takes (4, units): the update and reset gates' two biases summed, then the candidate's
+  input bias and its recurrent bias (which the reset gate multiplies).
+"""
+
+from .numba_config import PARALLEL, njit, prange
+
+
+@njit(**PARALLEL)
+def reverse_time(source, target, batch, steps, channels):
+    """target[n, t, :] = source[n, steps - 1 - t, :] over flat (N, T, C) buffers."""
+    for row in prange(batch * steps):
+        n = row // steps
+        t = row - n * steps
+        start = row * channels
+        mirrored = (n * steps + steps - 1 - t) * channels
+        for k in range(channels):
+            target[start + k] = source[mirrored + k]
+
+
+@njit(**PARALLEL)
+def fold_reset_after_bias(keras_bias, bias, units):
+    """keras_bias (2, 3 * units) flat -> bias (4, units) flat (see the module)."""
+    row = 3 * units
+    for j in prange(units):
+        bias[j] = keras_bias[j] + keras_bias[row + j]
+        bias[units + j] = keras_bias[units + j] + keras_bias[row + units + j]
+        bias[2 * units + j] = keras_bias[2 * units + j]
+        bias[3 * units + j] = keras_bias[row + 2 * units + j]
+
+
+@njit(**PARALLEL)
+def unfold_reset_after_bias(bias_grad, keras_bias_grad, units):
+    """The gradient of fold_reset_after_bias: a summed gate's gradient goes to both biases."""
+    row = 3 * units
+    for j in prange(units):
+        for gate in range(2):
+            g = bias_grad[gate * units + j]
+            keras_bias_grad[gate * units + j] = g
+            keras_bias_grad[row + gate * units + j] = g
+        keras_bias_grad[2 * units + j] = bias_grad[2 * units + j]
+        keras_bias_grad[row + 2 * units + j] = bias_grad[3 * units + j]
