@@ -196,3 +196,20 @@ def test_merges_that_mask_values_refuse_masked_inputs_naming_the_layer(merge):
     masked = kk.layers.Embedding(10, 4, mask_zero=True)(inputs)
     with pytest.raises(ValueError, match=f"{merge} 'm': inputs with a mask"):
         getattr(kk.layers, merge)(name="m")([masked, masked])
+
+
+@pytest.mark.parametrize("data_format", ["channels_last", "channels_first"])
+def test_global_average_pooling_1d_averages_the_kept_steps_as_keras(data_format):
+    def build(K):
+        inputs = K.Input((5,), dtype="int32")
+        x = K.layers.Embedding(10, 4, mask_zero=True)(inputs)
+        x = K.layers.Dense(6, activation="tanh")(x)
+        if data_format == "channels_first":  # the mask given explicitly to the pooling
+            mask = K.layers.Embedding(10, 4, mask_zero=True)(inputs)._keras_mask
+            x = K.layers.Permute((2, 1))(x)
+            x = K.layers.GlobalAveragePooling1D(data_format=data_format)(x, mask=mask)
+        else:
+            x = K.layers.GlobalAveragePooling1D()(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+
+    check_against_keras(build, inputs=PADDED, optimizers=("sgd", "adam"))
