@@ -154,8 +154,11 @@ class Memory:
         """Another descriptor over the same bytes."""
         return Memory(desc, self.storage)
 
-    def as_array(self, dtype=np.float32):
-        """The raw buffer as a flat array (in whatever layout the descriptor has)."""
+    def as_array(self, dtype=None):
+        """The raw buffer as a flat array (in whatever layout the descriptor has); `dtype`
+        None reads an s32 memory as int32 and any other as float32."""
+        if dtype is None:
+            dtype = np.int32 if self.desc.data_type == dnnl.s32 else np.float32
         return self.storage[:self.desc.size].view(dtype)
 
 

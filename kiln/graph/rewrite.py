@@ -187,4 +187,5 @@ def _fuse_heads(graph, rules, heads):
                 fused[index] = FusedHead(rule.name, node, replaced[id(node)])
             break
     nodes = [replaced.get(id(node), node) for node in graph.nodes if id(node) not in dropped]
-    return Graph(graph.inputs, outputs, nodes, fused_heads=fused)
+    return Graph(graph.inputs, outputs, nodes, fused_heads=fused,
+                 output_masks=graph.output_masks)

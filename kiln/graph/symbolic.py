@@ -53,10 +53,17 @@ class SymbolicTensor:
         flattened: Keras sees (None, features) over 4D dims.
         node: the Node that produces it (None for a model input).
         name: for messages (a model input's name, or the producing op's).
+        dtype: 'float32', or 'int32' / 'int64' for a model input of integers (token ids);
+            every op's output is float32 (the plan's activation type).
+        mask: the SymbolicTensor of this tensor's Keras mask (batch, steps), or None; see
+            docs/architecture.md, "Masks".
     """
 
-    def __init__(self, dims, data_format=CHANNELS_LAST, flattened=False, node=None, name=None):
+    def __init__(self, dims, data_format=CHANNELS_LAST, flattened=False, node=None, name=None,
+                 dtype="float32"):
         self.dims = tuple(dims)
+        self.dtype = dtype
+        self._keras_mask = None
         self.data_format = data_format
         self.flattened = flattened
         self.node = node

@@ -18,10 +18,17 @@ class Graph:
     None until the loss-head rules have run on the graph ({} when they fused nothing).
     """
 
-    def __init__(self, inputs, outputs, nodes=None, fused_heads=None):
+    def __init__(self, inputs, outputs, nodes=None, fused_heads=None, output_masks=None):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
-        self.nodes = topological_nodes(self.inputs, self.outputs) if nodes is None else nodes
+        # the Keras mask of each output (None where it has none): a loss weights the steps
+        # of a sequence output by it, so its nodes are planned too
+        self.output_masks = (list(output_masks) if output_masks is not None
+                             else [getattr(t, "_keras_mask", None) for t in self.outputs])
+        if nodes is None:
+            roots = self.outputs + [m for m in self.output_masks if m is not None]
+            nodes = topological_nodes(self.inputs, roots)
+        self.nodes = nodes
         self.consumers = consumers(self.nodes)
         self.fused_heads = None if fused_heads is None else dict(fused_heads)
 
@@ -36,7 +43,7 @@ class Graph:
 
     def with_nodes(self, nodes):
         """The same inputs and outputs computed by rewritten `nodes` (fusion)."""
-        return Graph(self.inputs, self.outputs, nodes, self.fused_heads)
+        return Graph(self.inputs, self.outputs, nodes, self.fused_heads, self.output_masks)
 
     @property
     def ops(self):

@@ -148,6 +148,10 @@ def _variance_scaling(config, context, argument):
     return ALL[_VARIANCE_SCALING[key]]
 
 
+# Keras's short spellings ('uniform' is Embedding's default initializer)
+_SHORT_NAMES = {"uniform": "random_uniform", "normal": "random_normal"}
+
+
 def get(identifier, context, argument="initializer"):
     """An initializer from its Keras name, a config dict or a callable(shape) -> array; errors
     name the layer (`context`) and the argument."""
@@ -159,5 +163,7 @@ def get(identifier, context, argument="initializer"):
         return ALL[_BY_CLASS_NAME[identifier]]
     if isinstance(identifier, str) and identifier.lower() in ALL:
         return ALL[identifier.lower()]
+    if isinstance(identifier, str) and identifier.lower() in _SHORT_NAMES:
+        return ALL[_SHORT_NAMES[identifier.lower()]]
     raise ValueError(f"{context}: argument {argument} must be one of {sorted(ALL)} or a "
                      f"callable, got {identifier!r}")

@@ -12,6 +12,10 @@ kernels where oneDNN has none), side by side in one module:
                               ops reads weights of both)
     state_dims(dims)          the same for non-trainable state the step updates
                               (BatchNormalization's moving statistics)
+    reads_integers            True for an op that reads a model input of integers as they
+                              are (EmbeddingOp's token ids, an s32 memory); any other op
+                              reading such an input gets it converted to the activation type
+                              once, as Keras casts an int input to a layer's compute dtype
     per_image                 True when the plan may run the op in sub-batches of the batch
                               (plan/sub_batches.py reads only this): the op takes one input,
                               treats each image alone, and has been checked to plan and train
@@ -42,6 +46,7 @@ class Op:
 
     arity = 1
     per_image = False
+    reads_integers = False
     name = "op"
 
     def parameter_dims(self, input_dims):

@@ -1,5 +1,8 @@
 """DenseOp (inner product): shape rule, forward (bias + activation as post-ops) and backward.
 
+On a sequence (N, T, C) it applies to the last axis, as Keras: the same inner product on the
+(N*T, C) view of the plain bytes, (N, T, units) out.
+
 A DenseOp after FlattenOp reads the 4D blocked activation directly with 4D weights (units, C, H, W);
 its Keras kernel (features, units) maps onto them with a tag that encodes the flattened feature
 order, (H, W, C) in both data formats as Keras flattens. So FlattenOp costs nothing.
@@ -34,13 +37,15 @@ class DenseOp(Op):
         return DenseOp(**{**arguments, **changes})
 
     def output_dims(self, input_dims):
+        if len(input_dims) == 3:  # a sequence: the last axis is the features
+            return (*input_dims[:2], self.units)
         return (input_dims[0], self.units)
 
     def parameter_dims(self, input_dims, data_format=CHANNELS_LAST):
         """Kernel dims (units, *features) and the tag of the Keras (features, units) layout
         (`data_format` is accepted for symmetry; the feature order is the same in both)."""
-        if len(input_dims) == 2:
-            dims = {self.kernel_name: ((self.units, input_dims[1]), dnnl.ba)}
+        if len(input_dims) in (2, 3):
+            dims = {self.kernel_name: ((self.units, input_dims[-1]), dnnl.ba)}
         else:
             # Keras flattens (H, W, C) in both data formats: rows of the Keras kernel are
             # (h, w, c)-ordered, i.e. the logical (units, C, H, W) weights in tag cdba
@@ -50,6 +55,8 @@ class DenseOp(Op):
         return dims
 
     def forward(self, builder, x, need_input_grad=True):
+        if len(x.dims) == 3:
+            return self._forward_sequence(builder, x, need_input_grad)
         if len(x.dims) == 4 and not x.flattened:
             raise ValueError(f"Dense '{self.name}': expected a 2D input (batch, features), got "
                              f"shape {x.keras_shape}; add a Flatten layer before it")
@@ -93,3 +100,41 @@ class DenseOp(Op):
                                   need_input_grad, backward_weights, backward_data)
 
         return Tensor(output, x.data_format, flattened=False), backward
+
+    def _forward_sequence(self, builder, x, need_input_grad):
+        """Dense on (N, T, C), as Keras applies it to the last axis: the inner product of the
+        (N*T, C) matrix the plain 3D bytes already are, its (N*T, units) output viewed back
+        as (N, T, units) (Conv1DOp's views, one axis down)."""
+        dt = builder.data_type
+        n, steps, features = x.dims
+        rows = n * steps
+
+        def matrix_view(memory, dims3, label):
+            """`memory` (3D, any layout) as the (N*T, last axis) view of its plain bytes."""
+            plain = builder.reorder(memory, MemoryDesc.with_tag(dims3, dt), label,
+                                    backward=label.endswith("gradient"))
+            return plain.view(MemoryDesc.with_tag((rows, dims3[2]), dt))
+
+        inner = Tensor(matrix_view(x.memory, x.dims, f"{self.name} input"), x.data_format)
+        inner, backward2 = self.forward(builder, inner, need_input_grad)
+        out_dims = (n, steps, self.units)
+        matrix = builder.reorder(inner.memory, MemoryDesc.with_tag((rows, self.units), dt),
+                                 f"{self.name} output to plain")
+        # views keep their bytes: liveness sharing moves only buffers no view reads
+        output = builder.keep(matrix).view(MemoryDesc.with_tag(out_dims, dt))
+
+        def backward(output_grad):
+            inner.activation_grad_applied_downstream = result.activation_grad_applied_downstream
+            grad2 = matrix_view(output_grad, out_dims, f"{self.name} output gradient")
+            if not builder.writable(output_grad):
+                builder.share(grad2)  # a view of a gradient other consumers read too
+            grad = backward2(grad2)
+            if grad is None:
+                return None
+            grad = builder.reorder(grad, MemoryDesc.with_tag((rows, features), dt),
+                                   f"{self.name} input gradient to plain", backward=True)
+            return builder.keep(grad).view(MemoryDesc.with_tag(x.dims, dt))
+
+        result = Tensor(output, x.data_format, activation=self.activation,
+                        backward_reads_memory=False)
+        return result, backward

@@ -18,6 +18,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
 from ..ops.losses.head import keras_order_tag
+from .sequence_heads import as_sequence, sequence_rows
 
 
 @dataclass
@@ -48,6 +49,16 @@ class HeadView:
     logits_tensor: object = None
     fused: bool = False
     rewrite: object = None    # the graph's FusedHead for this output (None: not fused)
+    mask_tensor: object = None  # the output's Keras mask (a sequence output's loss reads it)
+    # a sequence output (batch, steps, classes) is read as one row per step: `ones` and
+    # `step_weights` are then per step, the mask (and the sample weights) of each row
+    sequence: bool = False
+    step_weights: np.ndarray = None
+
+    @property
+    def metric_weights(self):
+        """The sample weights a weighted metric reads, one per row it reads."""
+        return self.step_weights if self.sequence else self.weights
 
     @property
     def skip(self):
@@ -70,6 +81,8 @@ class HeadView:
         image-shaped output's labels flattened in Keras order; a view, so the trainer's
         writes show)."""
         labels = self.labels
+        if self.sequence:  # one row (or class id) per step
+            return labels.reshape(labels.shape[0] * labels.shape[1], *labels.shape[2:])
         return labels if labels.ndim <= 2 else labels.reshape(len(labels), -1)
 
 
@@ -82,9 +95,13 @@ def resolve(graph, losses, batch_size):
         head = loss.head
         labels = np.zeros((batch_size, *head.label_shape(tensor.shape[1:])), np.float32)
         rewrite = (graph.fused_heads or {}).get(loss.output)
-        views.append(HeadView(loss, labels, np.ones(batch_size, np.float32),
+        # a sequence output's sample weights are per step, (batch, steps), as Keras wants them
+        sequence = len(tensor.shape) == 3
+        weights = np.ones((batch_size, tensor.shape[1]) if sequence else batch_size, np.float32)
+        views.append(HeadView(loss, labels, weights,
                               ones=np.ones(batch_size, np.float32), logits_tensor=tensor,
-                              fused=rewrite is not None, rewrite=rewrite))
+                              fused=rewrite is not None, rewrite=rewrite,
+                              mask_tensor=graph.output_masks[loss.output]))
     return views
 
 
@@ -96,8 +113,16 @@ def plan_heads(builder, views, values, want_grad):
         x = values[id(view.logits_tensor)]
         # labels of an image-shaped output are read per sample as one row (Keras order)
         labels = view.labels.reshape(len(view.labels), -1) if len(x.dims) == 4 else view.labels
+        weights = view.weights
+        sequence = len(x.dims) == 3
+        if sequence:  # one row per step, weighted by the output's mask
+            mask = view.mask_tensor
+            x, labels, weights = sequence_rows(
+                builder, view, x, None if mask is None else values[id(mask)])
         view.outputs, view.stats, grad = loss.head.plan(
-            builder, x, labels, view.weights, loss.weight, want_grad, view.fused)
+            builder, x, labels, weights, loss.weight, want_grad, view.fused)
+        if grad is not None and sequence:
+            grad = as_sequence(grad, values[id(view.logits_tensor)].dims)
         if grad is not None and len(x.dims) == 4:
             # the head wrote (N, features) rows: the same bytes are the 4D gradient
             grad = Memory(MemoryDesc.with_tag(x.dims, dnnl.f32, keras_order_tag(x)),

@@ -1,12 +1,43 @@
-"""A plan's input buffers: whether its calls can read a caller's arrays in place, and
-pointing the plan at the next step's arrays (StepPlan.use_input)."""
+"""A plan's input buffers: integer inputs and their cast for float readers, whether its calls
+can read a caller's arrays in place, and pointing the plan at the next step's arrays
+(StepPlan.use_input)."""
 
 import numpy as np
 
+from ..binding import constants as dnnl
 from ..binding.library import lib
-from ..binding.memory import Memory
+from ..binding.memory import Memory, MemoryDesc
+from ..ops.tensor import CHANNELS_LAST
 from .builder import KernelCall
 from .liveness import kernel_arrays
+
+
+def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
+    """The user's (numpy, C-order) layout of a logical tensor. A flattened 4D tensor's
+    features are in (H, W, C) order in both data formats, as Keras flattens channels_last."""
+    if len(tensor_dims) == 4:
+        tag = dnnl.acdb if data_format == CHANNELS_LAST or flattened else dnnl.abcd
+        return MemoryDesc.with_tag(tensor_dims, data_type, tag)
+    return MemoryDesc.with_tag(tensor_dims, data_type)
+
+
+def is_integer_input(tensor):
+    """Whether a graph tensor is a model input of integers (held as int32 in the plan)."""
+    return getattr(tensor, "dtype", "float32") in ("int32", "int64")
+
+
+def cast_input(builder, values, tensor):
+    """A model input of integers converted to the activation type, as Keras casts an int
+    input for a float layer: one reorder per step, shared by every such reader (kept in
+    `values` under the pair (tensor id, "float"))."""
+    key = (id(tensor), "float")
+    if key not in values:
+        value = values[id(tensor)]
+        plain = plain_desc(value.dims, value.data_format, builder.data_type, value.flattened)
+        values[key] = value.with_memory(builder.reorder(value.memory, plain,
+                                                        f"{tensor.name} to float"))
+        values[key].consumers = value.consumers
+    return values[key]
 
 
 def kernels_read_inputs(plan, builder):
@@ -35,9 +66,9 @@ def kernels_read_inputs(plan, builder):
 
 
 def use_input(plan, x, y=None):
-    """Read the next step's input from `x` (a C-contiguous, 64-byte aligned float32 array
-    of the plan's input shape, or a list of them for several inputs) without copying it;
-    copy the small labels `y`."""
+    """Read the next step's input from `x` (a C-contiguous, 64-byte aligned array of the
+    plan's input shape and dtype, float32 or int32 for an input of integers, or a list of
+    them for several inputs) without copying it; copy the small labels `y`."""
     arrays = list(x) if isinstance(x, (list, tuple)) else [x]
     if len(arrays) != len(plan.input_arrays):
         raise ValueError(f"plan expects {len(plan.input_arrays)} inputs, got {len(arrays)}")
@@ -49,10 +80,10 @@ def use_input(plan, x, y=None):
         return
     for position, (array, memory, current) in enumerate(
             zip(arrays, plan.input_memories, plan.input_arrays, strict=True)):
-        if (array.shape != current.shape or array.dtype != np.float32
+        if (array.shape != current.shape or array.dtype != current.dtype
                 or array.ctypes.data % 64):
-            raise ValueError(f"plan input {position} must be an aligned float32 array of "
-                             f"shape {current.shape}, got {array.dtype} {array.shape}")
+            raise ValueError(f"plan input {position} must be an aligned {current.dtype} array "
+                             f"of shape {current.shape}, got {array.dtype} {array.shape}")
         lib.dnnl_memory_set_data_handle(memory.handle, array.ctypes.data)
         memory.storage = array.reshape(-1).view(np.uint8)
         plan.input_arrays[position] = array

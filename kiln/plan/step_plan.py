@@ -26,14 +26,20 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.engine import wait
-from ..binding.memory import Memory, MemoryDesc
+from ..binding.memory import Memory
 from ..graph.rules import fuse_heads
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
 from .builder import PlanBuilder
 from .interrupts import interrupts_deferred
 from .loss_plan import OutputLoss, plan_heads, resolve
-from .plan_inputs import kernels_read_inputs, use_input
+from .plan_inputs import (  # noqa: F401 (plain_desc re-exported)
+    cast_input,
+    is_integer_input,
+    kernels_read_inputs,
+    plain_desc,
+    use_input,
+)
 from .step_list import CallOwners, OwnedGradients, call_entries, update_entries
 from .sub_batches import SubBatchUnsupported
 from .timed_step import median_seconds, timed_step
@@ -41,15 +47,6 @@ from .weight_penalties import WeightConstraints, WeightPenalties
 
 # Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
 CONSTRAINT_EPSILON = 1e-7
-
-
-def plain_desc(tensor_dims, data_format, data_type=dnnl.f32, flattened=False):
-    """The user's (numpy, C-order) layout of a logical tensor. A flattened 4D tensor's
-    features are in (H, W, C) order in both data formats, as Keras flattens channels_last."""
-    if len(tensor_dims) == 4:
-        tag = dnnl.acdb if data_format == CHANNELS_LAST or flattened else dnnl.abcd
-        return MemoryDesc.with_tag(tensor_dims, data_type, tag)
-    return MemoryDesc.with_tag(tensor_dims, data_type)
 
 
 def trainable_parameters(op, dims, parameters):
@@ -113,6 +110,8 @@ class StepPlan:
                 break
             chain.append(node)
         sliced, images = sub_batches.choose([node.op for node in chain], dims, itemsize)
+        if is_integer_input(first):  # the sliced front reads the input as it is
+            sliced, images = 0, batch_size
         if sub_batch is not None:
             sliced, images = (sliced, sub_batch) if sub_batch else (0, batch_size)
         if sliced and batch_size % images:
@@ -142,7 +141,9 @@ class StepPlan:
         values, requires_grad = {}, {}
         self.input_memories, self.input_arrays = [], []
         for tensor in graph.inputs:
-            memory = Memory(plain_desc((batch_size, *tensor.dims[1:]), tensor.data_format))
+            input_type = dnnl.s32 if is_integer_input(tensor) else dnnl.f32
+            memory = Memory(plain_desc((batch_size, *tensor.dims[1:]), tensor.data_format,
+                                       input_type))
             self.input_memories.append(memory)
             self.input_arrays.append(memory.as_array().reshape(batch_size, *tensor.shape[1:]))
             values[id(tensor)] = Tensor(memory, tensor.data_format, tensor.flattened)
@@ -171,7 +172,8 @@ class StepPlan:
             if id(node) in planned:
                 continue
             op = node.op
-            xs = [values[id(t)] for t in node.inputs]
+            xs = [values[id(t)] if op.reads_integers or not is_integer_input(t)
+                  else cast_input(builder, values, t) for t in node.inputs]
             needs = [requires_grad[id(t)] for t in node.inputs]
             many = op.arity is None
             with owners.claim(op.name, "forward"):

@@ -12,10 +12,12 @@ import numpy as np
 from ..binding.memory import aligned_bytes
 
 
-def aligned_array(shape):
-    """A zeroed float32 array of `shape` whose data starts on a 64-byte boundary (what a plan
-    can point its input memory at without copying)."""
-    return aligned_bytes(int(np.prod(shape)) * 4).view(np.float32).reshape(shape)
+def aligned_array(shape, dtype=np.float32):
+    """A zeroed array of `shape` (float32, or int32 for an input of integers) whose data
+    starts on a 64-byte boundary (what a plan can point its input memory at without
+    copying)."""
+    dtype = np.dtype(dtype)
+    return aligned_bytes(int(np.prod(shape)) * dtype.itemsize).view(dtype).reshape(shape)
 
 
 class BatchFeeder:
@@ -38,7 +40,7 @@ class BatchFeeder:
         # no batch holds more than every sample: fit(batch_size=10**9) on 64 samples stages
         # 64 (as Keras trains one batch of 64), not a billion
         rows = max(1, min(batch_size, len(order)))
-        self._x_stage = [[aligned_array((rows, *x.shape[1:])) for x in self.xs]
+        self._x_stage = [[aligned_array((rows, *x.shape[1:]), x.dtype) for x in self.xs]
                          for _ in range(2)]
         self._y_stage = [[np.empty((rows, *y.shape[1:]), np.float32) for y in self.ys]
                          for _ in range(2)]

@@ -200,19 +200,21 @@ def compare_structure(kiln_model, keras_model, strict_paths=False, compare_types
     assert kiln_model.count_params() == keras_model.count_params()
 
 
-def build_pair(build, input_shapes=None, seed=0, initial_weights=None, **structure):
+def build_pair(build, input_shapes=None, seed=0, initial_weights=None, inputs=None,
+               **structure):
     """(kiln model, Keras model, inputs) from the same `build`, checked by `compare_structure`
     (`structure`: its options), the Keras model holding kiln's initial weights (or
     `initial_weights` on both sides).
 
     `input_shapes` (without the batch; a tuple, or a list / dict of them) is needed when the
-    model does not know them (a subclassed model); otherwise it is read from `model.input`."""
+    model does not know them (a subclassed model); otherwise it is read from `model.input`.
+    `inputs`: the data to use instead of random floats (token ids for an Embedding)."""
     keras = real_keras()
     kiln_model = _build(kk, build, seed)
     keras_model = _build(keras, build, seed)
     if input_shapes is None:
         input_shapes = _input_shapes(kiln_model)
-    x = random_inputs(input_shapes, seed=seed)
+    x = random_inputs(input_shapes, seed=seed) if inputs is None else inputs
     if not kiln_model.built:  # a subclassed model: traced once its input shape is known
         kiln_model.build(_map_shapes(lambda shape: (None, *shape), input_shapes))
     if not keras_model.built or not keras_model.weights:
@@ -262,14 +264,14 @@ def check_predict(kiln_model, keras_model, x):
 
 
 def check_training(build, optimizer, initial_weights, input_shapes=None, steps=2, seed=0,
-                   batch_size=None, training_forward=True, **structure):
+                   batch_size=None, training_forward=True, inputs=None, **structure):
     """`steps` fits of one epoch each, from `initial_weights`, with `optimizer` (a factory on
     either API): the same losses and the same weights after every epoch. One batch of all
     samples by default; a `batch_size` that does not divide them adds a smaller last batch.
     `training_forward`: also compare the first loss with Keras' `model(x, training=True)`."""
     keras = real_keras()
     kiln_model, keras_model, x = build_pair(build, input_shapes, seed, initial_weights,
-                                            **structure)
+                                            inputs, **structure)
     assert len(kiln_model.outputs) == 1, "training compares models with one output"
     count = len(_flat_items(x)[0][1])
     y = random_labels(count, int(kiln_model.outputs[0].shape[-1]), seed + 1)
@@ -312,13 +314,15 @@ def check_training(build, optimizer, initial_weights, input_shapes=None, steps=2
 
 
 def check_against_keras(build, input_shapes=None, train="auto", optimizers=tuple(OPTIMIZERS),
-                        steps=2, seed=0, batch_size=None, training_forward=True, **structure):
+                        steps=2, seed=0, batch_size=None, training_forward=True, inputs=None,
+                        **structure):
     """Build `build(kiln.keras)` and `build(keras)` and compare structure, weights,
     predictions and (`train`: True, False, or "auto" = when the model has one output) training
     epochs with each optimizer: names of OPTIMIZERS or factories `optimizer(K)`. `structure`:
     options of `compare_structure`. Returns the kiln and Keras models of the inference check
-    (with the same weights)."""
-    kiln_model, keras_model, x = build_pair(build, input_shapes, seed, **structure)
+    (with the same weights). `inputs`: data instead of random floats (see build_pair)."""
+    kiln_model, keras_model, x = build_pair(build, input_shapes, seed, inputs=inputs,
+                                            **structure)
     initial_weights = kiln_model.get_weights()
     check_predict(kiln_model, keras_model, x)
     if train == "auto":
@@ -327,5 +331,5 @@ def check_against_keras(build, input_shapes=None, train="auto", optimizers=tuple
         for optimizer in optimizers:
             factory = OPTIMIZERS[optimizer] if isinstance(optimizer, str) else optimizer
             check_training(build, factory, initial_weights, input_shapes, steps, seed,
-                           batch_size, training_forward, **structure)
+                           batch_size, training_forward, inputs, **structure)
     return kiln_model, keras_model

@@ -235,14 +235,15 @@ def test_inputs_that_do_not_fit_are_refused(make, shape, layer, what):
         make(kk.layers)(kk.Input(shape))
 
 
-def test_global_average_pooling_names_itself_when_given_a_mask():
-    """Keras averages over the unmasked steps: not supported yet, and refused by name (Keras's
+def test_global_average_pooling_with_keepdims_names_itself_when_given_a_mask():
+    """Keras averages over the unmasked steps (tested against Keras in
+    layers/test_masks_against_keras.py); with keepdims not yet, refused by name (Keras's
     GlobalMaxPooling1D takes no mask at all: its call has no such argument, as in Keras)."""
     import inspect
 
     inputs, mask = kk.Input((9, 2)), kk.Input((9,))
-    with pytest.raises(NotImplementedError, match="GlobalAveragePooling1D 'pool': a mask"):
-        kk.layers.GlobalAveragePooling1D(name="pool")(inputs, mask=mask)
+    with pytest.raises(NotImplementedError, match="GlobalAveragePooling1D 'pool': keepdims"):
+        kk.layers.GlobalAveragePooling1D(name="pool", keepdims=True)(inputs, mask=mask)
     keras = keras_oracle.real_keras()
     for name in ("GlobalAveragePooling1D", "GlobalMaxPooling1D"):
         ours = inspect.signature(getattr(kk.layers, name).call).parameters

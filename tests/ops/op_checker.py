@@ -55,6 +55,12 @@ def to_plain(memory, dims, data_format, shape):
     return plain.as_array().copy().reshape(shape)
 
 
+def as_input(x):
+    """An op's input as the plan holds it: int32 for integers (token ids), else float32."""
+    x = np.asarray(x)
+    return x.astype(np.int32 if np.issubdtype(x.dtype, np.integer) else np.float32)
+
+
 @dataclass
 class OpResult:
     output: np.ndarray
@@ -82,7 +88,7 @@ class OpHarness:
         self.data_format = data_format
         self.training = training
         params = {} if params is None else params
-        x = np.asarray(x, dtype=np.float32)
+        x = as_input(x)
         self.input_shape = x.shape
         self.input_dims = logical_dims(x.shape, data_format)
 
@@ -113,7 +119,8 @@ class OpHarness:
             raise KeyError(f"unused parameters {sorted(unknown)}")
 
         self.builder = PlanBuilder(self.store, training=training)
-        self.input_memory = Memory(plain_desc(self.input_dims, data_format))
+        input_type = dnnl.s32 if x.dtype == np.int32 else dnnl.f32  # token ids stay ints
+        self.input_memory = Memory(plain_desc(self.input_dims, data_format, input_type))
         self.inputs = self.input_memory.as_array().reshape(self.input_shape)
         self.inputs[...] = x
 
@@ -291,7 +298,7 @@ def check_op(ops, x, params, dy, reference, data_format=CHANNELS_LAST, reference
     numeric: also check the gradients with central differences (check_numerical_gradients).
     Returns (OpResult, harness).
     """
-    x = np.asarray(x, dtype=np.float32)
+    x = as_input(x)
     params = {k: np.asarray(v, dtype=np.float32) for k, v in params.items()}
     dy = np.asarray(dy, dtype=np.float32)
     result, harness = run_ops(ops, x, params, dy, data_format, need_input_grad)

@@ -16,6 +16,8 @@ class Activation(Layer):
     symbolic input like a Lambda's function, so it must compute with keras.activations /
     keras.ops."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, activation, **kwargs):
         super().__init__(**kwargs)
         self.activation, self.function = activations.resolve(activation, self.context)

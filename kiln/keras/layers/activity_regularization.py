@@ -11,6 +11,8 @@ from .base_layer import Layer
 class ActivityRegularization(Layer):
     """Args: l1, l2 (floats >= 0, default 0)."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, l1=0.0, l2=0.0, **kwargs):
         super().__init__(**kwargs)
         for argument, value in (("l1", l1), ("l2", l2)):

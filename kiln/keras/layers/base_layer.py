@@ -21,6 +21,7 @@ from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .custom_weights import keras_weight
 from .dtype_policies import checked_policy_name, dtype_name, policy_config  # noqa: F401
+from .layer_masks import deliver_mask, set_output_masks, with_mask_of
 from .layer_tracing import auto_config, check_one_graph_for_training, layer_sources
 from .weight import Weight
 
@@ -335,19 +336,33 @@ class Layer:
                 self.built = True
             if "training" in kwargs and not self._call_accepts("training"):
                 kwargs.pop("training")
-            outputs = self.call(*args, **kwargs)
+            # the mask a call() receives is not recorded with the call: a replay of the
+            # layers (a model called as a layer, a loaded model) computes it again
+            call_kwargs = dict(kwargs)
+            previous_mask = deliver_mask(self, args, call_kwargs)
+            outputs = self.call(*args, **call_kwargs)
+            set_output_masks(self, inputs, outputs, previous_mask)
             check_one_graph_for_training(self, args, kwargs, outputs)
         finally:
             tracing.pop()
         if self.activity_regularizer is not None:
             l1, l2 = self.activity_regularizer.coefficients()
             penalty = ActivityRegularizationOp(f"{self.name}/activity_regularizer", l1, l2)
-            outputs = pack_like(outputs, [apply(penalty, t) for t in flatten(outputs)])
+            outputs = pack_like(outputs, [with_mask_of(t, apply(penalty, t))
+                                          for t in flatten(outputs)])
         self._record(args, kwargs, outputs)
         flat = flatten(outputs)
         if self.output_shape is None:
             self.output_shape = flat[0].shape if len(flat) == 1 else [t.shape for t in flat]
         return outputs
+
+    # -- masks (docs/architecture.md, "Masks") ----------------------------------------------
+    supports_masking = False  # whether the output carries compute_mask()'s mask on
+
+    def compute_mask(self, inputs, previous_mask):
+        """The mask of this layer's output (a (batch, steps) SymbolicTensor or None): by
+        default the input's, for a layer that supports masking (Keras's default)."""
+        return previous_mask
 
     def _call_accepts(self, argument):
         parameters = inspect.signature(self.call).parameters

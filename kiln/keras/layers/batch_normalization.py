@@ -32,6 +32,8 @@ class BatchNormalization(Layer):
     Call arguments: training=False runs this call in inference mode (moving statistics).
     """
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",

@@ -9,12 +9,15 @@ class Dense(Layer):
     """Fully connected layer: oneDNN inner product with bias and activation fused.
 
     After Flatten it reads the 4D activation directly (no reshape, no reorder); its kernel is
-    still the Keras (features, units) matrix.
+    still the Keras (features, units) matrix. On a sequence (batch, steps, features) it applies
+    to the last axis, as Keras: (batch, steps, units).
 
     Args: units, activation, use_bias, kernel_initializer, bias_initializer,
     kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
     bias_constraint (penalties and constraints run in the step).
     """
+
+    supports_masking = True  # the output carries the input's mask, as Keras
 
     def __init__(self, units, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
@@ -43,12 +46,13 @@ class Dense(Layer):
         self.op = ops.DenseOp(self.name, units, fused, use_bias)
 
     def build(self, input_shape):
-        if len(input_shape) != 2:
-            raise ValueError(f"{self.context}: expected a 2D input (batch, features), got "
-                             f"shape {input_shape}; add a Flatten layer before it")
+        if len(input_shape) not in (2, 3):
+            raise ValueError(f"{self.context}: expected a 2D input (batch, features) or a 3D "
+                             f"sequence (batch, steps, features), got shape {input_shape}; "
+                             "add a Flatten layer before it")
         x = self._input_tensor
         dims = self.op.parameter_dims(x.dims, x.data_format)
-        self.add_kernel_and_bias((input_shape[1], self.units), dims)
+        self.add_kernel_and_bias((input_shape[-1], self.units), dims)
 
     def call(self, inputs):
         return self.apply_with_activation(self.op, inputs)

@@ -16,6 +16,8 @@ class Dropout(Layer):
         seed: int for a reproducible mask sequence.
     """
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(rate, (int, float)) or not 0 <= rate < 1:

@@ -12,6 +12,8 @@ class ELU(Layer):
     """Args: alpha (float, default 1.0). With alpha >= 0 it fuses into a preceding Conv2D /
     Dense (oneDNN elu, backward from the output)."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, alpha=1.0, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(alpha, numbers.Real) or isinstance(alpha, bool):

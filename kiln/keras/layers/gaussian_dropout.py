@@ -10,6 +10,8 @@ from .gaussian_noise import draw_seed, fraction
 class GaussianDropout(Layer):
     """Args: rate (float in [0, 1); Keras's rate 1 divides by zero), seed (int or None)."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, rate, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.rate = fraction(rate, self.context, "rate", upper_open=True)

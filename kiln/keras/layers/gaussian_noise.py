@@ -27,6 +27,8 @@ def fraction(value, context, argument, upper_open=False):
 class GaussianNoise(Layer):
     """Args: stddev (float in [0, 1], as Keras accepts), seed (int or None)."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, stddev, seed=None, **kwargs):
         super().__init__(**kwargs)
         self.stddev = fraction(stddev, self.context, "stddev")

@@ -3,6 +3,7 @@ pooling of the sequence seen as an image of height 1 (ops/sequence_as_image.py),
 
 from ...graph.symbolic import apply
 from ...ops.global_pooling import GlobalPooling2DOp
+from ...ops.masks import MaskedStepMeanOp
 from ...ops.sequence_as_image import SequenceAsImageOp
 from .. import backend
 from .base_layer import Layer
@@ -37,8 +38,8 @@ class GlobalAveragePooling1D(_GlobalPooling1D):
     """The mean of each channel over the steps: (N, C), or (N, 1, C) / (N, C, 1) with
     keepdims. Args: data_format, keepdims (default False).
 
-    Call arguments: inputs; mask (Keras averages over the unmasked steps only): not supported
-    yet, a mask is refused with NotImplementedError.
+    Call arguments: inputs; mask (batch, steps): the mean is over the steps it keeps, as
+    Keras (given by Embedding(mask_zero=True) or Masking; not with keepdims yet).
 
     Example:
         >>> x = GlobalAveragePooling1D()(Conv1D(8, 3)(Input((100, 16))))  # -> (None, 8)
@@ -47,11 +48,14 @@ class GlobalAveragePooling1D(_GlobalPooling1D):
     mode = "avg"
 
     def call(self, inputs, mask=None):
-        if mask is not None:
-            raise NotImplementedError(f"{self.context}: a mask (from Embedding(mask_zero=True) "
-                                      "or Masking) is not supported by this layer in kiln yet; "
-                                      "Keras averages over the unmasked steps only")
-        return apply(self.op, inputs)
+        if mask is None:
+            return apply(self.op, inputs)
+        if self.keepdims:
+            raise NotImplementedError(f"{self.context}: keepdims=True with a mask (from "
+                                      "Embedding(mask_zero=True) or Masking) is not supported "
+                                      "yet; Keras averages over the unmasked steps only")
+        # the mean over the steps the mask keeps (docs/architecture.md, "Masks")
+        return apply(MaskedStepMeanOp(self.name, self.data_format), [inputs, mask])
 
 
 class GlobalMaxPooling1D(_GlobalPooling1D):

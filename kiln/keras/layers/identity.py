@@ -8,6 +8,8 @@ from .base_layer import Layer
 class Identity(Layer):
     """No arguments besides the base layer's."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.op = IdentityOp(self.name)

@@ -10,23 +10,38 @@ from ...plan.step_plan import logical_dims
 from .. import backend
 from .base_layer import Layer, LayerNode
 
+# the data types an input may hold: floats, or integers (token ids for an Embedding)
+INPUT_DTYPES = ("float32", "int32", "int64")
+
+
+def input_dtype(dtype, context):
+    """`dtype` (None, a name or a numpy dtype) as one of INPUT_DTYPES, or a ValueError."""
+    if dtype is None:
+        return "float32"
+    if isinstance(dtype, dict):  # a serialized DTypePolicy
+        dtype = (dtype.get("config") or {}).get("name", dtype)
+    name = getattr(dtype, "name", None) or str(dtype)
+    if name not in INPUT_DTYPES:
+        raise ValueError(f"{context}: argument dtype must be one of {list(INPUT_DTYPES)}, got "
+                         f"{dtype!r}")
+    return name
+
 
 class InputLayer(Layer):
     """Args: shape (Keras 3) or input_shape (Keras 2): the shape without the batch;
-    batch_size; name."""
+    batch_size; dtype ('float32', or 'int32' / 'int64' for token ids: the plan holds integer
+    inputs as int32); name."""
 
     def __init__(self, shape=None, batch_size=None, input_shape=None, batch_shape=None,
                  input_tensor=None, sparse=None, ragged=None, optional=False,
-                 batch_input_shape=None, **kwargs):
+                 batch_input_shape=None, dtype=None, **kwargs):
         if shape is None:
             shape = input_shape
         batch_shape = batch_shape if batch_shape is not None else batch_input_shape  # Keras 2
         if shape is None and batch_shape is not None:
             batch_size, shape = batch_shape[0], tuple(batch_shape)[1:]
         super().__init__(input_shape=shape, **kwargs)
-        if self._dtype_policy not in (None, "float32"):  # the input's data type, not a policy
-            raise ValueError(f"{self.context}: argument dtype must be 'float32', got "
-                             f"{kwargs.get('dtype')!r}")
+        self.dtype = input_dtype(dtype, self.context)  # the input's data type, not a policy
         if self.input_shape_arg is None:
             raise ValueError(f"{self.context}: argument shape must be given, e.g. (28, 28, 1)")
         if any(d is None or int(d) <= 0 for d in self.input_shape_arg):
@@ -41,7 +56,7 @@ class InputLayer(Layer):
         self.batch_size = batch_size
         data_format = backend.image_data_format()
         dims = logical_dims((batch_size, *self.input_shape_arg), data_format)
-        self.output_tensor = SymbolicTensor(dims, data_format, name=self.name)
+        self.output_tensor = SymbolicTensor(dims, data_format, name=self.name, dtype=self.dtype)
         self._inbound_nodes.append(LayerNode(self, (), {}, [self.output_tensor]))
         self.output_tensor._keras_history = (self, 0, 0)
         self.built = True
@@ -51,7 +66,7 @@ class InputLayer(Layer):
         return inputs
 
     def get_config(self):
-        return {"batch_shape": (self.batch_size, *self.input_shape_arg), "dtype": "float32",
+        return {"batch_shape": (self.batch_size, *self.input_shape_arg), "dtype": self.dtype,
                 "sparse": False, "ragged": False, "name": self.name, "optional": False}
 
 
@@ -60,9 +75,7 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None, 
     """A symbolic input tensor, as `keras.Input`: `x = Input((32, 32, 3)); y = Conv2D(...)(x)`.
     Also accepted as the first item of a Sequential model."""
     layer = InputLayer(shape=shape, batch_size=batch_size, batch_shape=batch_shape, name=name,
-                       **kwargs)
-    if dtype not in (None, "float32"):
-        raise ValueError(f"{layer.context}: argument dtype must be 'float32', got {dtype!r}")
+                       dtype=dtype, **kwargs)
     return layer.output_tensor
 
 

@@ -13,6 +13,8 @@ class LeakyReLU(Layer):
     """Args: negative_slope (float >= 0, default 0.3; Keras 2's `alpha` is accepted with a
     warning, as Keras 3 does). Fuses into a preceding Conv2D / Dense (oneDNN relu with alpha)."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, negative_slope=0.3, name=None, **kwargs):
         if "alpha" in kwargs:
             negative_slope = kwargs.pop("alpha")

@@ -8,6 +8,7 @@ residual block's) is fused into it when nothing else reads the sum.
 
 from ... import ops
 from ...graph.symbolic import apply
+from ...ops.masks import StepMaskOp
 from .base_layer import Layer, is_integer
 
 
@@ -21,10 +22,19 @@ class _Merge(Layer):
 
     op_class = None
     exact_inputs = None
+    supports_masking = True
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.op = self.op_class(self.name)
+
+    def compute_mask(self, inputs, previous_mask=None):
+        """As Keras 3: a step is kept where any input's mask keeps it (a maximum of the 0 / 1
+        masks); no mask when an input has none."""
+        masks = list(previous_mask or ())
+        if not masks or any(m is None for m in masks):
+            return None
+        return apply(ops.MaximumOp(f"{self.name}/mask"), masks)
 
     def _check_inputs(self, inputs):
         if not isinstance(inputs, (list, tuple)):
@@ -58,9 +68,18 @@ class _Merge(Layer):
     def build(self, input_shape):
         pass
 
+    # Keras's Multiply, Maximum and Minimum also put a neutral value at masked steps before
+    # the op, and 0 after it: not done here yet, so masked inputs are refused
+    masks_values = False
+
     def call(self, inputs):
         inputs = self._check_inputs(inputs)
         self._check_shapes(inputs)
+        if self.masks_values and any(getattr(t, "_keras_mask", None) is not None
+                                     for t in inputs):
+            raise ValueError(f"{self.context}: inputs with a mask (Embedding(mask_zero=True), "
+                             "Masking) are not supported yet by this merge; Add, Subtract, "
+                             "Average and Concatenate take them")
         return apply(self.op, inputs)
 
 
@@ -81,6 +100,7 @@ class Multiply(_Merge):
     """Element-wise product of its inputs."""
 
     op_class = ops.MultiplyOp
+    masks_values = True
 
 
 class Average(_Merge):
@@ -93,12 +113,14 @@ class Maximum(_Merge):
     """Element-wise maximum of its inputs."""
 
     op_class = ops.MaximumOp
+    masks_values = True
 
 
 class Minimum(_Merge):
     """Element-wise minimum of its inputs."""
 
     op_class = ops.MinimumOp
+    masks_values = True
 
 
 class Concatenate(_Merge):
@@ -111,6 +133,16 @@ class Concatenate(_Merge):
             raise ValueError(f"{self.context}: argument axis must be an int, got {axis!r}")
         self.axis = int(axis)
 
+    def compute_mask(self, inputs, previous_mask=None):
+        """As Keras 3: the maximum of the masks; an input without one keeps every step, so
+        then every step is kept (a mask of ones)."""
+        masks = list(previous_mask or ())
+        if all(m is None for m in masks):
+            return None
+        if any(m is None for m in masks):
+            return apply(StepMaskOp(f"{self.name}/mask", None), self._output)
+        return apply(ops.MaximumOp(f"{self.name}/mask"), masks)
+
     def call(self, inputs):
         inputs = self._check_inputs(inputs)
         rank = len(inputs[0].shape)
@@ -119,13 +151,17 @@ class Concatenate(_Merge):
             raise ValueError(f"{self.context}: argument axis must be a non-batch axis of the "
                              f"inputs of shape {inputs[0].shape}, got {self.axis}")
         self._check_shapes(inputs, skip_axis=axis)
+        if axis != rank - 1 and any(t._keras_mask is not None for t in inputs):
+            raise ValueError(f"{self.context}: concatenating masked tensors along axis "
+                             f"{self.axis} is not supported yet; only along the last axis")
         if any(t.flattened for t in inputs):
             raise ValueError(f"{self.context}: concatenating flattened tensors is not "
                              "supported yet; concatenate before the Flatten")
         logical = axis
         if rank == 4 and inputs[0].data_format == "channels_last":
             logical = {1: 2, 2: 3, 3: 1}[axis]  # Keras (N, H, W, C) -> oneDNN (N, C, H, W)
-        return apply(ops.ConcatenateOp(self.name, logical), inputs)
+        self._output = apply(ops.ConcatenateOp(self.name, logical), inputs)
+        return self._output
 
     def get_config(self):
         return {**super().get_config(), "axis": self.axis}

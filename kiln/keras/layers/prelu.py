@@ -15,6 +15,8 @@ class PReLU(Layer):
     shared_axes (an int or a list of Keras axes, not the batch axis 0).
     """
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, alpha_initializer="Zeros", alpha_regularizer=None, alpha_constraint=None,
                  shared_axes=None, name=None, **kwargs):
         super().__init__(name=name or unique_name("p_re_lu"), **kwargs)

@@ -27,6 +27,8 @@ class ReLU(Layer):
     or a slope together with a ceiling, runs as a numba kernel.
     """
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, max_value=None, negative_slope=0.0, threshold=0.0, name=None, **kwargs):
         super().__init__(name=name or unique_name("re_lu"), **kwargs)
         self.max_value = non_negative(max_value, self.context, "max_value", allow_none=True)

@@ -10,6 +10,8 @@ from .base_layer import Layer
 class Rescaling(Layer):
     """Args: scale, offset (floats; Keras's per-channel arrays are not supported yet)."""
 
+    supports_masking = True  # the output carries the input's mask, as Keras
+
     def __init__(self, scale, offset=0.0, **kwargs):
         super().__init__(**kwargs)
         for argument, value in (("scale", scale), ("offset", offset)):

@@ -61,7 +61,9 @@ class _KernelAccuracy(MeanMetricWrapper):
             given = "class ids" if head.sparse else "one label row per sample"
             raise ValueError(f"metric '{self.name}': the loss of its output takes {given}; "
                              f"use 'accuracy' to let kiln pick the matching accuracy")
-        if (weights is view.ones and self.head_accuracy is not None
+        # (the head counts every row: a sequence's masked steps too)
+        if (weights is view.ones and not getattr(view, "sequence", False)
+                and self.head_accuracy is not None
                 and head.accuracy == self.head_accuracy) and (
                 head.accuracy != "binary" or self._fn_kwargs.get("threshold") == 0.5):
             stats, count = view.stats, float(len(view.labels))

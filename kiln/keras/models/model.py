@@ -169,6 +169,15 @@ class Model(Trainer, Layer):
         history = self.outputs[0]._keras_history
         return history[0].context if history else self.context
 
+    def _index_limit(self, tensor):
+        """(limit, reader) when a layer reads `tensor` as indices into `limit` rows (an
+        Embedding's input_dim, its `index_limit`; the smallest if several do), else None:
+        the data adapters check the ids before a step uses them."""
+        limits = [(node.layer.index_limit, node.layer.context) for node in self._layer_nodes
+                  if getattr(node.layer, "index_limit", None) is not None
+                  and any(t is tensor for t in node.input_tensors)]
+        return min(limits, key=lambda limit: limit[0]) if limits else None
+
     def _first_reader(self, tensor):
         for node in self._layer_nodes:
             if any(t is tensor for t in node.input_tensors):

@@ -67,8 +67,10 @@ class Sequential(Model):
         if not self._stack:
             raise ValueError(f"{self.context}: the model has no layers")
         first = self._stack[0]
+        dtype = None
         if self._input_layer is not None:
             shape, name = self._input_layer.input_shape_arg, self._input_layer.name
+            dtype = self._input_layer.dtype
         elif input_shape is not None:
             shape, name = tuple(input_shape)[1:], None
         else:
@@ -83,7 +85,7 @@ class Sequential(Model):
         saved = backend.image_data_format()
         backend.set_image_data_format(data_format)
         try:
-            self._input_layer = InputLayer(shape=shape, name=name)
+            self._input_layer = InputLayer(shape=shape, name=name, dtype=dtype)
         finally:
             backend.set_image_data_format(saved)
         tensor = inputs = self._input_layer.output_tensor

@@ -110,7 +110,7 @@ def _tensor_config(tensor, node_positions):
     layer, node_index, tensor_index = tensor._keras_history
     node = layer._inbound_nodes[node_index]
     return {"class_name": "__keras_tensor__",
-            "config": {"shape": _shape_list(tensor.shape), "dtype": "float32",
+            "config": {"shape": _shape_list(tensor.shape), "dtype": tensor.dtype,
                        "keras_history": [layer.name, node_positions[id(node)], tensor_index]}}
 
 

@@ -131,13 +131,16 @@ class BatchRunner:
                    f"'{output_name}'")
         array = np.asarray(y)
         if head.sparse:
-            if array.ndim == 2 and array.shape[1] == 1:
-                array = array.reshape(len(array))
+            if array.ndim == len(expected) + 1 and array.shape[-1] == 1:
+                array = array.reshape(array.shape[:-1])
             if array.shape != expected:
                 hint = (" (one-hot labels: use categorical_crossentropy, or pass class ids)"
-                        if array.ndim == 2 and array.shape[1] == output_shape[-1] else "")
-                raise ValueError(f"{context} must be class ids of shape ({expected[0]},) or "
-                                 f"({expected[0]}, 1), got shape {array.shape}{hint}")
+                        if array.ndim == len(expected) + 1
+                        and array.shape[-1] == output_shape[-1] else "")
+                shapes = (f"({expected[0]},) or ({expected[0]}, 1)" if len(expected) == 1
+                          else f"{expected}")
+                raise ValueError(f"{context} must be class ids of shape {shapes}, got shape "
+                                 f"{array.shape}{hint}")
             check_class_ids(np.ascontiguousarray(array, dtype=np.float32), output_shape[-1],
                             context)
             return array
@@ -162,10 +165,11 @@ class BatchRunner:
         for view in plan.heads:
             weights = sample_weights[view.loss.output if len(sample_weights) > 1 else 0]
             weights = np.asarray(weights)
-            if weights.ndim == 2 and weights.shape[1] == 1:
-                weights = weights.reshape(len(weights))
+            if weights.ndim == view.weights.ndim + 1 and weights.shape[-1] == 1:
+                weights = weights.reshape(weights.shape[:-1])
             if weights.shape != view.weights.shape:
+                per = "sample" if view.weights.ndim == 1 else "step of a sequence output"
                 raise ValueError(f"{where}: argument sample_weight must have one weight per "
-                                 f"sample, shape {view.weights.shape}, got {weights.shape}")
+                                 f"{per}, shape {view.weights.shape}, got {weights.shape}")
             arrays.append(weights)
         plan.set_sample_weights(arrays)

@@ -198,5 +198,5 @@ class MetricPlanner:
     def __call__(self, builder, views):
         view = next(view for view in views if view.loss.output == self.output)
         update = self.metric.plan_update(builder, view,
-                                         view.weights if self.weighted else view.ones)
+                                         view.metric_weights if self.weighted else view.ones)
         return [] if update is None else [update]

@@ -64,7 +64,10 @@ class Trainer(BatchMethods):
                          else [t.name for t in self.inputs]),
             output_names=output_names(self), owner=owner,
             input_contexts=[self._input_context(i) for i in range(len(self.inputs))],
-            input_hints=[f"for data_format '{t.data_format}'" for t in self.inputs])
+            input_hints=[f"for data_format '{t.data_format}'" for t in self.inputs],
+            input_dtypes=[np.int32 if t.dtype in ("int32", "int64") else np.float32
+                          for t in self.inputs],
+            input_index_limits=[self._index_limit(t) for t in self.inputs])
 
     def _start_pass(self, adapter):
         """What Keras does to its data at the start of fit and evaluate: the first after

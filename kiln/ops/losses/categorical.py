@@ -185,7 +185,8 @@ class CategoricalCrossentropyHead(LossHead):
         self.accuracy = "sparse_categorical" if sparse else "categorical"
 
     def label_shape(self, output_shape):
-        return () if self.sparse else tuple(output_shape)
+        # class ids: one per sample, or one per step of a sequence output
+        return tuple(output_shape[:-1]) if self.sparse else tuple(output_shape)
 
     def plan(self, builder, x, labels, weights, scale, want_grad, fused):
         stats = self.stats()

@@ -21,9 +21,12 @@ def first_bad_class_id(ids, classes):
 
 
 def check_class_ids(ids, classes, context, of=" of the batch"):
-    """Raise ValueError naming `context` when `ids` (float32 (N,)) has a bad class id; `of`
-    says what the sample number counts in."""
-    row = first_bad_class_id(ids, classes)
+    """Raise ValueError naming `context` when `ids` (float32 (N,), or (N, steps) for a
+    sequence output) has a bad class id; `of` says what the sample number counts in."""
+    flat = ids.reshape(-1)
+    row = first_bad_class_id(flat, classes)
     if row >= 0:
-        raise ValueError(f"{context}: sample {row}{of} has class id "
-                         f"{float(ids[row])!r}, expected an integer in [0, {classes})")
+        sample, *step = np.unravel_index(row, ids.shape)
+        where = f"sample {int(sample)}{of}" + (f", step {int(step[0])}," if step else "")
+        raise ValueError(f"{context}: {where} has class id "
+                         f"{float(flat[row])!r}, expected an integer in [0, {classes})")

@@ -144,7 +144,8 @@ def test_an_unknown_policy_is_refused_with_the_accepted_values():
     with pytest.raises(ValueError, match=r"Conv2D .*argument dtype must be one of "
                                          r"\['float32', 'mixed_bfloat16'\]"):
         kk.Sequential.from_config(config)
-    with pytest.raises(ValueError, match="argument dtype must be 'float32'"):
+    with pytest.raises(ValueError, match=r"argument dtype must be one of \['float32', "
+                                         r"'int32', 'int64'\]"):
         kk.layers.InputLayer(shape=(3,), dtype="mixed_bfloat16")
 
 

@@ -20,10 +20,10 @@ def staged_rows(monkeypatch):
     rows = []
     allocate = feeder.aligned_array
 
-    def recording(shape):
+    def recording(shape, dtype=np.float32):
         rows.append(shape[0])
         assert shape[0] <= 1024, f"staging buffer of {shape[0]} rows for 64 samples"
-        return allocate(shape)
+        return allocate(shape, dtype)
 
     monkeypatch.setattr(feeder, "aligned_array", recording)
     return rows

@@ -8,7 +8,7 @@ take the staged views: `fit` on arrays runs the same gather-in-the-background pa
 import numpy as np
 
 from ....runtime.feeder import BatchFeeder
-from .batch_checks import check_finite, check_shape, numeric_array
+from .batch_checks import check_finite, check_indices, check_shape, input_array, numeric_array
 from .data_adapter import (
     DataAdapter,
     class_weight_to_sample_weights,
@@ -25,9 +25,11 @@ def positive_int(value, argument, owner):
 
 
 def _float32_arrays(value, argument, count, names, shapes, signature, contexts=None,
-                    hints=None):
+                    hints=None, inputs=False):
     """The entries of `value` as C-contiguous float32 arrays, their shapes checked; `hints`:
-    per entry (a list) or for all (a str), a phrase after the expected shape."""
+    per entry (a list) or for all (a str), a phrase after the expected shape. `inputs`: the
+    entries are the model's inputs, each in its input's dtype (int32 for an input of
+    integers), token ids checked against the Embedding reading them."""
     owner = signature.owner
     entries = flatten_structure(value, count, names, argument, owner)
     arrays = []
@@ -42,7 +44,15 @@ def _float32_arrays(value, argument, count, names, shapes, signature, contexts=N
         elif array.ndim == 0:
             raise ValueError(f"{owner}: argument {name} must be an array with samples first, "
                              f"got a scalar")
-        arrays.append(np.ascontiguousarray(array, dtype=np.float32))
+        if not inputs:
+            arrays.append(np.ascontiguousarray(array, dtype=np.float32))
+            continue
+        limit = signature.index_limit(position)
+        if limit is not None:
+            check_finite(array, name, owner, parallel=True)
+            limit, reader = limit
+            check_indices(array, limit, name, owner, reader)
+        arrays.append(input_array(array, signature.input_dtype(position)))
     return arrays
 
 
@@ -54,7 +64,7 @@ class ArrayDataAdapter(DataAdapter):
         owner = signature.owner
         self.xs = _float32_arrays(x, "x", signature.input_count, signature.input_names,
                                   signature.input_shapes, signature, signature.input_contexts,
-                                  signature.input_hints)
+                                  signature.input_hints, inputs=True)
         self.ys = None
         if y is not None:
             self.ys = _float32_arrays(y, "y", signature.output_count, signature.output_names,

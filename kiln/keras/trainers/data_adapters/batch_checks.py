@@ -89,3 +89,26 @@ def check_same_length(arrays_by_argument, where):
     if len(set(lengths.values())) > 1:
         raise ValueError(f"{where}: arguments must have the same number of samples, got "
                          + ", ".join(f"{a}: {n}" for a, n in lengths.items()))
+
+
+def input_array(array, dtype):
+    """`array` as a C-contiguous array of the plan's input `dtype`: floats given for an
+    integer input are truncated toward zero, as Keras's cast to the input's dtype."""
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
+def check_indices(array, limit, argument, where, reader):
+    """Every value of `array` must be an index into `limit` rows (the Embedding `reader`'s
+    input_dim) once truncated toward zero: a ValueError naming the first one that is not.
+    Vectorized: its min and max first, the position only when one is out of range."""
+    if array.size == 0:
+        return
+    low, high = array.min(), array.max()
+    if low > -1 and high < limit:  # a float in (-1, 0) truncates to 0
+        return
+    flat = np.asarray(array).reshape(-1)
+    index = int(np.flatnonzero((flat <= -1) | (flat >= limit))[0])
+    position = np.unravel_index(index, array.shape)
+    raise ValueError(f"{where}: argument {argument} holds {flat[index]} at index "
+                     f"{tuple(int(p) for p in position)} (sample {int(position[0])}), read as a "
+                     f"token id by {reader}; expected ids in [0, {limit}) (input_dim={limit})")

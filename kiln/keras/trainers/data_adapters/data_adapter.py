@@ -5,7 +5,8 @@ through one interface: `steps` batches an epoch (None: until the source runs out
 at the start of fit and of each evaluate, `batches()` over one epoch of `(xs, ys,
 sample_weights)` lists (continuing the pass the last epoch left, as Keras) and `close()`. Every
 batch is float32, C-contiguous, and checked against what the model expects before the loop
-sees it, so a bad batch raises before any weight changes.
+sees it, so a bad batch raises before any weight changes. An input of integers (token ids) is
+int32 instead, its ids checked against the Embedding that reads them.
 """
 
 import numpy as np
@@ -25,12 +26,18 @@ class ModelSignature:
         input_contexts: per input, who reads it (e.g. "Conv2D 'conv'"), named in shape errors.
         input_hints: per input, a phrase after the expected shape ("for data_format ...").
         output_hint: a phrase after an output's expected shape.
+        input_dtypes: per input, the numpy dtype the plan reads it in (float32, or int32 for
+            an input of integers; other dtypes are cast as Keras casts to the input's dtype).
+        input_index_limits: per input, None or (limit, reader): the input holds indices an
+            Embedding `reader` ("Embedding 'embedding'") looks up, each must be in
+            [0, limit) (a float truncated toward zero first, as the layer casts it).
     """
 
     def __init__(self, input_shapes=None, input_names=None, output_shapes=None,
                  output_names=None, owner="fit", input_contexts=None, input_hints=None,
-                 output_hint=""):
+                 output_hint="", input_dtypes=None, input_index_limits=None):
         self.input_contexts, self.input_hints = input_contexts, input_hints
+        self.input_dtypes, self.input_index_limits = input_dtypes, input_index_limits
         self.output_hint = output_hint
         self.input_shapes = None if input_shapes is None else [tuple(s) for s in input_shapes]
         self.input_names = None if input_names is None else list(input_names)
@@ -38,6 +45,12 @@ class ModelSignature:
                                                                  for s in output_shapes]
         self.output_names = None if output_names is None else list(output_names)
         self.owner = owner
+
+    def input_dtype(self, position):
+        return np.float32 if self.input_dtypes is None else self.input_dtypes[position]
+
+    def index_limit(self, position):
+        return None if self.input_index_limits is None else self.input_index_limits[position]
 
     @property
     def input_count(self):

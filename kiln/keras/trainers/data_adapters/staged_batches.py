@@ -10,7 +10,7 @@ expected shape, and reaches the loop before the step that would have used the ba
 import numpy as np
 
 from ....runtime.feeder import aligned_array
-from .batch_checks import check_finite, check_shape, numeric_array
+from .batch_checks import check_finite, check_indices, check_shape, numeric_array
 from .data_adapter import class_weight_to_sample_weights, entry_argument, flatten_structure
 
 
@@ -20,20 +20,23 @@ class StagingRing:
     def __init__(self, slots):
         self.slots = [{} for _ in range(slots)]
 
-    def buffer(self, slot, key, shape):
-        """A float32 view of `shape` in slot `slot`, kept under `key` for the next batch."""
+    def buffer(self, slot, key, shape, dtype=np.float32):
+        """A view of `shape` (float32, or int32 for an input of integers) in slot `slot`,
+        kept under `key` for the next batch."""
         shape = tuple(int(s) for s in shape)
         held = self.slots[slot].get(key)
-        if held is None or held.shape[1:] != shape[1:] or len(held) < shape[0]:
-            held = aligned_array(shape)
+        if (held is None or held.shape[1:] != shape[1:] or len(held) < shape[0]
+                or held.dtype != dtype):
+            held = aligned_array(shape, dtype)
             self.slots[slot][key] = held
         return held[:shape[0]]
 
-    def stage(self, slot, key, array):
-        """`array` copied (and converted) into the slot's buffer, or itself if it already is
-        that buffer (a source that wrote its batch into `buffer(...)` directly)."""
-        out = self.buffer(slot, key, array.shape)
-        if array.ctypes.data != out.ctypes.data or array.dtype != np.float32:
+    def stage(self, slot, key, array, dtype=np.float32):
+        """`array` copied (and converted: floats for an integer input truncated, as Keras
+        casts) into the slot's buffer, or itself if it already is that buffer (a source that
+        wrote its batch into `buffer(...)` directly)."""
+        out = self.buffer(slot, key, array.shape, dtype)
+        if array.ctypes.data != out.ctypes.data or array.dtype != out.dtype:
             np.copyto(out, array, casting="unsafe")
         return out
 
@@ -112,5 +115,12 @@ class BatchStandardizer:
                 raise ValueError(f"{where}: argument {name} is empty (shape {array.shape}); "
                                  "expected at least one sample")
             check_finite(array, name, where)
-            staged.append(self.ring.stage(slot, (argument, position), array))
+            dtype = np.float32
+            if argument == "x":
+                limit = self.signature.index_limit(position)
+                if limit is not None:
+                    limit, reader = limit
+                    check_indices(array, limit, name, where, reader)
+                dtype = self.signature.input_dtype(position)
+            staged.append(self.ring.stage(slot, (argument, position), array, dtype))
         return staged
