@@ -95,12 +95,15 @@ def plan_heads(builder, views, values, want_grad):
         loss = view.loss
         x = values[id(view.logits_tensor)]
         # labels of an image-shaped output are read per sample as one row (Keras order)
-        labels = view.labels.reshape(len(view.labels), -1) if len(x.dims) == 4 else view.labels
+        # (and of a sequence or video: TimeDistributed's per-element losses)
+        labels = view.labels.reshape(len(view.labels), -1) if len(x.dims) > 2 else view.labels
         view.outputs, view.stats, grad = loss.head.plan(
             builder, x, labels, view.weights, loss.weight, want_grad, view.fused)
         if grad is not None and len(x.dims) == 4:
             # the head wrote (N, features) rows: the same bytes are the 4D gradient
             grad = Memory(MemoryDesc.with_tag(x.dims, dnnl.f32, keras_order_tag(x)),
                           grad.storage)
+        elif grad is not None and len(x.dims) in (3, 5):
+            grad = Memory(MemoryDesc.with_tag(x.dims, dnnl.f32), grad.storage)
         grads.append((view.logits_tensor, grad))
     return grads

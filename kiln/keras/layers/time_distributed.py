@@ -1,0 +1,86 @@
+"""TimeDistributed layer (`keras.layers.TimeDistributed`): a layer applied to every temporal
+slice of a (batch, time, ...) input.
+
+Keras loops over the time steps; here the wrapped layer's ops run once on the batch of all
+slices: the input's plain bytes seen as (batch * time, ...) (ops/time_distributed.py), the
+wrapped layer called on that view, its output seen as (batch, time, ...) again. So the wrapped
+layer may be any layer (several ops, a fused activation, a Sequential model). Its weights are
+this layer's weights, as in Keras ("time_distributed/dense/kernel"); the model lists only
+TimeDistributed. Dropout draws independently for every element of every slice, as Keras's
+does for each slice.
+"""
+
+from ...graph.symbolic import apply
+from ...ops.time_distributed import FoldTimeOp, UnfoldTimeOp
+from .base_layer import Layer
+
+
+class TimeDistributed(Layer):
+    """Args:
+        layer: a keras.layers.Layer instance, applied to every slice (batch, ...) of the
+            input (batch, time, ...) with the same weights.
+
+    Call arguments: inputs (at least 3D), training (passed on to the wrapped layer), mask (a
+    (batch, time) mask: passed through, as Keras's compute_mask).
+
+    Example:
+        >>> y = TimeDistributed(Conv2D(8, 3))(Input((10, 32, 32, 3)))  # (None, 10, 30, 30, 8)
+    """
+
+    def __init__(self, layer, **kwargs):
+        if not isinstance(layer, Layer):
+            raise ValueError("Please initialize `TimeDistributed` layer with a "
+                             f"`keras.layers.Layer` instance. Received: {layer}")
+        super().__init__(**kwargs)
+        self.layer = layer
+        self.supports_masking = True
+
+    def build(self, input_shape):
+        if not isinstance(input_shape, (tuple, list)) or len(input_shape) < 3:
+            raise ValueError(f"{self.context}: `TimeDistributed` Layer should be passed an "
+                             f"`input_shape` with at least 3 dimensions, received: "
+                             f"{input_shape}")
+
+    def call(self, inputs, training=None, mask=None):
+        del mask  # the wrapped layers take no mask yet; compute_mask passes it on
+        shape = inputs.shape
+        steps = shape[1]
+        if steps is None:
+            raise ValueError(f"{self.context}: the time axis of the input must have a known "
+                             f"size, got shape {shape}")
+        slice_format = getattr(self.layer, "data_format", None) or inputs.data_format
+        folded = apply(FoldTimeOp(f"{self.name}/fold", steps, inputs.data_format,
+                                  slice_format), inputs)
+        folded.data_format = slice_format
+        folded.dims = _with_batch(folded.dims, None if shape[0] is None else shape[0] * steps)
+        kwargs = {} if training is None else {"training": training}
+        inner = self.layer(folded, **kwargs)
+        if isinstance(inner, (list, tuple, dict)):
+            raise ValueError(f"{self.context}: the wrapped layer {self.layer.name!r} must "
+                             "return one tensor")
+        output = apply(UnfoldTimeOp(f"{self.name}/unfold", steps, inner.data_format,
+                                    inputs.data_format, inner.flattened), inner,
+                       flattened=False)
+        output.data_format = inputs.data_format
+        output.dims = _with_batch(output.dims, shape[0])
+        return output
+
+    def compute_mask(self, inputs, mask=None):
+        return mask
+
+    def get_config(self):
+        from ..saving.model_config import serialize_layer
+
+        return {**super().get_config(), "layer": serialize_layer(self.layer)}
+
+    @classmethod
+    def from_config(cls, config):
+        from ..saving.serialization import deserialize_layer
+
+        config = dict(config)
+        layer = deserialize_layer(config.pop("layer"), where="TimeDistributed config")
+        return cls(layer, **config)
+
+
+def _with_batch(dims, batch):
+    return (batch, *dims[1:])
