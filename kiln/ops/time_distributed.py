@@ -79,7 +79,19 @@ class FoldTimeOp(_TimeView):
 
     Args: name (the TimeDistributed layer's), steps (T), in_format (the data format of the
     input tensor, which decides a 4D input's Keras order), out_format (the one the wrapped
-    layer reads its slices in)."""
+    layer reads its slices in), training_refusal (None, or a function returning why a
+    training plan cannot run the wrapped layer on the folded batch, or None when it can)."""
+
+    def __init__(self, name, steps, in_format, out_format, training_refusal=None):
+        super().__init__(name, steps, in_format, out_format)
+        self.training_refusal = training_refusal
+
+    def forward(self, builder, x, need_input_grad=True):
+        refusal = self.training_refusal() if (
+            builder.training and self.training_refusal is not None) else None
+        if refusal:
+            raise NotImplementedError(refusal)
+        return super().forward(builder, x, need_input_grad)
 
     def out_shape(self, shape):
         n, steps, *rest = shape

@@ -13,6 +13,7 @@ does for each slice.
 from ...graph.symbolic import apply
 from ...ops.time_distributed import FoldTimeOp, UnfoldTimeOp
 from .base_layer import Layer
+from .batch_normalization import BatchNormalization
 
 
 class TimeDistributed(Layer):
@@ -49,12 +50,18 @@ class TimeDistributed(Layer):
             raise ValueError(f"{self.context}: the time axis of the input must have a known "
                              f"size, got shape {shape}")
         slice_format = getattr(self.layer, "data_format", None) or inputs.data_format
-        folded = apply(FoldTimeOp(f"{self.name}/fold", steps, inputs.data_format,
-                                  slice_format), inputs)
+        refusal = None if training is False else self._training_refusal
+        fold = FoldTimeOp(f"{self.name}/fold", steps, inputs.data_format, slice_format,
+                          refusal)
+        folded = apply(fold, inputs)
         folded.data_format = slice_format
         folded.dims = _with_batch(folded.dims, None if shape[0] is None else shape[0] * steps)
+        # the slices take the data format of the first wrapped layer that reads one (a
+        # BatchNormalization's axis), as a model input does
+        folded._format_fixed = False
         kwargs = {} if training is None else {"training": training}
         inner = self.layer(folded, **kwargs)
+        fold.out_format = folded.data_format
         if isinstance(inner, (list, tuple, dict)):
             raise ValueError(f"{self.context}: the wrapped layer {self.layer.name!r} must "
                              "return one tensor")
@@ -64,6 +71,17 @@ class TimeDistributed(Layer):
         output.data_format = inputs.data_format
         output.dims = _with_batch(output.dims, shape[0])
         return output
+
+    def _training_refusal(self):
+        """Keras normalizes each time step with its own batch statistics (and updates the
+        moving ones once per step); the folded batch would mix the steps' statistics."""
+        layer = self.layer
+        if isinstance(layer, BatchNormalization) and not layer.op.frozen:
+            return (f"{self.context}: training a wrapped BatchNormalization "
+                    f"'{layer.name}' is not supported yet (Keras normalizes every time step "
+                    "with its own batch statistics); freeze it (trainable=False) or call it "
+                    "with training=False; inference and evaluation work")
+        return None
 
     def compute_mask(self, inputs, mask=None):
         return mask
