@@ -201,3 +201,46 @@ def test_keras_files_both_ways_and_kiln_h5(tmp_path, data_format):
     kiln_model.save(tmp_path / "kiln.h5")
     ours = kk.models.load_model(tmp_path / "kiln.h5")
     np.testing.assert_allclose(ours.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5)
+
+
+def _fit_both_with_mse(build, x, y):
+    """Predict (in batches that leave a remainder) and two SGD steps of mean squared error on
+    the (batch, time, ...) output, from the same weights: kiln equals Keras."""
+    keras = keras_oracle.real_keras()
+    kiln_model, keras_model, _ = keras_oracle.build_pair(build)
+    np.testing.assert_allclose(kiln_model.predict(x, batch_size=2, verbose=0),
+                               keras_model.predict(x, verbose=0), rtol=1e-4, atol=1e-5)
+    losses = []
+    for model, K in ((kiln_model, kk), (keras_model, keras)):
+        model.compile(optimizer=K.optimizers.SGD(learning_rate=0.1), loss="mse")
+        losses.append(model.fit(x, y, batch_size=len(x), epochs=2, shuffle=False,
+                                verbose=0).history["loss"])
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-4)
+    keras_oracle.assert_weights_close(kiln_model, keras_model, "after two mse steps")
+
+
+def test_wrapped_sequential_model_trains_a_sequence_output_like_keras():
+    def build(K):
+        inner = K.Sequential([K.Input((6, 6, 2)), K.layers.Conv2D(3, 3, activation="relu"),
+                              K.layers.Flatten()], name="frame")
+        inputs = K.Input((STEPS, 6, 6, 2))
+        x = K.layers.TimeDistributed(inner)(inputs)
+        # named: Keras counts the Sequential's own functional graph in the automatic name
+        return K.Model(inputs, K.layers.TimeDistributed(K.layers.Dense(2))(x), name="video")
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, STEPS, 6, 6, 2)).astype(np.float32)
+    _fit_both_with_mse(build, x, rng.standard_normal((5, STEPS, 2)).astype(np.float32))
+
+
+@pytest.mark.parametrize("data_format", [CL, CF])
+def test_video_output_trains_like_keras(data_format):
+    def build(K):
+        inputs = K.Input(video(5, 4, 2, data_format))
+        return K.Model(inputs, K.layers.TimeDistributed(
+            K.layers.Conv2D(3, 3, padding="same", data_format=data_format))(inputs))
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, *video(5, 4, 2, data_format))).astype(np.float32)
+    y = rng.standard_normal((3, *video(5, 4, 3, data_format))).astype(np.float32)
+    _fit_both_with_mse(build, x, y)
