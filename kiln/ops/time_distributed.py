@@ -79,25 +79,13 @@ class FoldTimeOp(_TimeView):
 
     Args: name (the TimeDistributed layer's), steps (T), in_format (the data format of the
     input tensor, which decides a 4D input's Keras order), out_format (the one the wrapped
-    layer reads its slices in), training_refusal (None, or a function returning why a
-    training plan cannot run the wrapped layer on the folded batch, or None when it can)."""
-
-    def __init__(self, name, steps, in_format, out_format, training_refusal=None):
-        super().__init__(name, steps, in_format, out_format)
-        self.training_refusal = training_refusal
-
-    def forward(self, builder, x, need_input_grad=True):
-        refusal = self.training_refusal() if (
-            builder.training and self.training_refusal is not None) else None
-        if refusal:
-            raise NotImplementedError(refusal)
-        return super().forward(builder, x, need_input_grad)
+    layer reads its slices in)."""
 
     def out_shape(self, shape):
-        n, steps, *rest = shape
         if len(shape) < 3:
             raise ValueError(f"TimeDistributed '{self.name}': expected an input of at least "
                              f"3 dimensions (batch, time, ...), got shape {tuple(shape)}")
+        n, steps, *rest = shape
         if steps != self.steps:
             raise ValueError(f"TimeDistributed '{self.name}': expected {self.steps} time "
                              f"steps, got shape {tuple(shape)}")

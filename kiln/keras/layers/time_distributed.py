@@ -7,11 +7,14 @@ wrapped layer called on that view, its output seen as (batch, time, ...) again. 
 layer may be any layer (several ops, a fused activation, a Sequential model). Its weights are
 this layer's weights, as in Keras ("time_distributed/dense/kernel"); the model lists only
 TimeDistributed. Dropout draws independently for every element of every slice, as Keras's
-does for each slice.
+does for each slice. A wrapped BatchNormalization in training normalizes every time step with
+its own batch statistics and updates the moving ones once per step, as Keras's loop does
+(ops/time_step_batch_norm.py).
 """
 
 from ...graph.symbolic import apply
 from ...ops.time_distributed import FoldTimeOp, UnfoldTimeOp
+from ...ops.time_step_batch_norm import TimeStepBatchNormOp
 from .base_layer import Layer
 from .batch_normalization import BatchNormalization
 
@@ -50,9 +53,7 @@ class TimeDistributed(Layer):
             raise ValueError(f"{self.context}: the time axis of the input must have a known "
                              f"size, got shape {shape}")
         slice_format = getattr(self.layer, "data_format", None) or inputs.data_format
-        refusal = None if training is False else self._training_refusal
-        fold = FoldTimeOp(f"{self.name}/fold", steps, inputs.data_format, slice_format,
-                          refusal)
+        fold = FoldTimeOp(f"{self.name}/fold", steps, inputs.data_format, slice_format)
         folded = apply(fold, inputs)
         folded.data_format = slice_format
         folded.dims = _with_batch(folded.dims, None if shape[0] is None else shape[0] * steps)
@@ -65,23 +66,25 @@ class TimeDistributed(Layer):
         if isinstance(inner, (list, tuple, dict)):
             raise ValueError(f"{self.context}: the wrapped layer {self.layer.name!r} must "
                              "return one tensor")
-        output = apply(UnfoldTimeOp(f"{self.name}/unfold", steps, inner.data_format,
-                                    inputs.data_format, inner.flattened), inner,
-                       flattened=False)
+        unfold = UnfoldTimeOp(f"{self.name}/unfold", steps, inner.data_format,
+                              inputs.data_format, inner.flattened)
+        if self._per_step_batch_norm(inputs, inner, training):
+            # batch statistics per time step, as Keras's loop over the steps computes them
+            output = apply(TimeStepBatchNormOp(self.layer.op, fold, unfold, folded.data_format),
+                           inputs)
+        else:
+            output = apply(unfold, inner, flattened=False)
         output.data_format = inputs.data_format
         output.dims = _with_batch(output.dims, shape[0])
         return output
 
-    def _training_refusal(self):
-        """Keras normalizes each time step with its own batch statistics (and updates the
-        moving ones once per step); the folded batch would mix the steps' statistics."""
-        layer = self.layer
-        if isinstance(layer, BatchNormalization) and not layer.op.frozen:
-            return (f"{self.context}: training a wrapped BatchNormalization "
-                    f"'{layer.name}' is not supported yet (Keras normalizes every time step "
-                    "with its own batch statistics); freeze it (trainable=False) or call it "
-                    "with training=False; inference and evaluation work")
-        return None
+    def _per_step_batch_norm(self, inputs, inner, training):
+        """Whether the wrapped layer is a BatchNormalization, which TimeStepBatchNormOp
+        trains (kiln's BatchNormalization takes (batch, features) and images: the inputs are
+        (batch, time, features) and videos)."""
+        return (isinstance(self.layer, BatchNormalization) and training is not False
+                and inner.node is not None and inner.node.op is self.layer.op
+                and len(inputs.shape) in (3, 5))
 
     def compute_mask(self, inputs, mask=None):
         return mask
