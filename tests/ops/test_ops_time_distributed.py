@@ -1,7 +1,9 @@
 """kiln.ops.time_distributed: the wrapped op between FoldTimeOp and UnfoldTimeOp equals the op
 applied to every time slice on its own (numpy, per slice), values and gradients (and central
 differences), for a convolution, max pooling, Dense, Flatten and dropout, on videos in both
-data formats; the views add no call where the bytes are already in Keras order."""
+data formats; the views add no call where the bytes are already in Keras order. A wrapped
+batch normalization in training normalizes every time step with its own statistics and updates
+the moving ones once per step (TimeStepBatchNormOp)."""
 
 import numpy as np
 import pytest
@@ -15,12 +17,14 @@ from op_checker import (
     pool2d_reference,
 )
 
+from kiln.ops.batch_norm import BatchNormOp
 from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.dense import DenseOp
 from kiln.ops.dropout import DropoutOp
 from kiln.ops.flatten import FlattenOp
 from kiln.ops.pooling import Pooling2DOp
 from kiln.ops.time_distributed import FoldTimeOp, UnfoldTimeOp
+from kiln.ops.time_step_batch_norm import TimeStepBatchNormOp
 
 N, T = 2, 3
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
@@ -147,3 +151,52 @@ def test_dropout_draws_every_slice_on_its_own():
 def test_rank_below_three_is_refused_by_name():
     with pytest.raises(ValueError, match=r"TimeDistributed 'td'.*at least 3 dimensions"):
         FoldTimeOp("td", T, CHANNELS_LAST, CHANNELS_LAST).output_dims((1, 5))
+
+
+def batch_norm_per_step_reference(x, gamma, beta, axes, epsilon=1e-3):
+    """Keras's BatchNormalization on every time step (axis 1) alone: statistics over `axes`."""
+    mean = x.mean(axis=axes, keepdims=True)
+    variance = x.var(axis=axes, keepdims=True)
+    return gamma * (x - mean) / np.sqrt(variance + epsilon) + beta, mean, variance
+
+
+@pytest.mark.parametrize("kind", ["sequence", CHANNELS_LAST, CHANNELS_FIRST])
+def test_batch_norm_normalizes_every_step_on_its_own(kind):
+    rng = np.random.default_rng(6)
+    data_format = CHANNELS_FIRST if kind == CHANNELS_FIRST else CHANNELS_LAST
+    if kind == "sequence":
+        x, axes, channel_shape = rng.standard_normal((4, T, 5)), (0,), (5,)
+    else:
+        x = video(data_format, rng, channels=3, size=(3, 2)).astype(np.float64)
+        axes = (0, 2, 3) if data_format == CHANNELS_LAST else (0, 3, 4)
+        channel_shape = (3,) if data_format == CHANNELS_LAST else (3, 1, 1)
+    x = (x + 3.0 * np.arange(T).reshape(1, T, *[1] * (x.ndim - 2))).astype(np.float32)
+    channels = channel_shape[0]
+    momentum = 0.6
+    bn = BatchNormOp("bn", momentum=momentum)
+    ops = wrapped(bn, data_format)
+    op = TimeStepBatchNormOp(bn, ops[0], ops[2], data_format)
+    params = {"bn/gamma": rng.uniform(0.5, 1.5, channels), "bn/beta": rng.normal(size=channels),
+              "bn/moving_mean": rng.normal(size=channels),
+              "bn/moving_variance": rng.uniform(0.5, 1.5, channels)}
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+
+    def reference(x, p):
+        return batch_norm_per_step_reference(x, p["bn/gamma"].reshape(channel_shape),
+                                             p["bn/beta"].reshape(channel_shape), axes)[0]
+
+    check_op(op, x, params, dy, reference, data_format, rtol=1e-4, atol=1e-4)
+    # one forward from the given moving statistics: one update per time step, in order
+    harness = OpHarness(op, x, params, data_format)
+    harness.forward()
+    _, means, variances = batch_norm_per_step_reference(x.astype(np.float64), 1.0, 0.0, axes)
+    moving_mean = params["bn/moving_mean"].astype(np.float64)
+    moving_variance = params["bn/moving_variance"].astype(np.float64)
+    for t in range(T):
+        moving_mean = moving_mean * momentum + means[:, t].reshape(-1) * (1 - momentum)
+        moving_variance = moving_variance * momentum + variances[:, t].reshape(-1) * (
+            1 - momentum)
+    np.testing.assert_allclose(harness.get_param("bn/moving_mean"), moving_mean, rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(harness.get_param("bn/moving_variance"), moving_variance,
+                               rtol=1e-5, atol=1e-6)
