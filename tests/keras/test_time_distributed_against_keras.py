@@ -4,7 +4,7 @@ Conv2D / MaxPooling2D / Flatten / Dense / BatchNormalization on (batch, time, H,
 both data formats (channels_first videos are (batch, time, C, H, W)), in Sequential and
 functional models: predictions and training steps from the same weights, the structure (only
 TimeDistributed in model.layers, the wrapped layer's weights as its own), get_config equal to
-Keras's and read back; .keras files both ways and kiln's .h5; the errors Keras gives."""
+Keras's and read back; .keras and .h5 files both ways; the errors Keras gives."""
 
 import json
 
@@ -180,7 +180,7 @@ def test_compute_mask_passes_the_mask_on():
 
 
 @pytest.mark.parametrize("data_format", [CL, CF])
-def test_keras_files_both_ways_and_kiln_h5(tmp_path, data_format):
+def test_keras_and_h5_files_both_ways(tmp_path, data_format):
     keras = keras_oracle.real_keras()
     kiln_model, keras_model = check_against_keras(sequential("video-cnn", data_format),
                                                   train=False)
@@ -196,8 +196,13 @@ def test_keras_files_both_ways_and_kiln_h5(tmp_path, data_format):
             type(layer).__name__ for layer in keras_model.layers]
         np.testing.assert_allclose(ours.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5)
     kiln_model.save(tmp_path / "kiln.h5")
-    ours = kk.models.load_model(tmp_path / "kiln.h5")
-    np.testing.assert_allclose(ours.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5)
+    keras_model.save(tmp_path / "keras.h5")
+    for path in ("kiln.h5", "keras.h5"):
+        ours = kk.models.load_model(tmp_path / path)
+        np.testing.assert_allclose(ours.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5,
+                                   err_msg=path)
+    theirs = keras.models.load_model(tmp_path / "kiln.h5")
+    np.testing.assert_allclose(theirs.predict(x, verbose=0), expected, rtol=1e-4, atol=1e-5)
 
 
 def _fit_both_with_mse(build, x, y):
