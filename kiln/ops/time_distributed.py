@@ -27,16 +27,6 @@ def keras_order(builder, memory, dims, data_format, flattened, label, backward=F
     return builder.keep(builder.reorder(memory, desc, label, backward=backward))
 
 
-def view_as(builder, plain, source_memory, dims, data_format, backward):
-    """The bytes of `plain` under `dims` (Keras order). In backward, a view of a gradient that
-    another consumer reads too (`plain` is the given gradient itself, not writable) is shared,
-    so that no op writes into it in place."""
-    view = plain.view(keras_layout(dims, data_format, False, plain.desc.data_type))
-    if backward and plain is source_memory and not builder.writable(source_memory):
-        builder.share(view)
-    return view
-
-
 class _TimeView(Op):
     """A view between the Keras shapes (N, T, *rest) and (N*T, *rest)."""
 
@@ -56,7 +46,8 @@ class _TimeView(Op):
         plain = keras_order(builder, x.memory, x.dims, x.data_format, x.flattened,
                             f"{self.name} to Keras order")
         out_dims = self.output_dims(x.dims)
-        output = view_as(builder, plain, x.memory, out_dims, self.out_format, False)
+        output = plain.view(keras_layout(out_dims, self.out_format, False,
+                                         plain.desc.data_type))
 
         def backward(output_grad):
             if not need_input_grad:
