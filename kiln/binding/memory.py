@@ -40,7 +40,7 @@ class MemoryDesc:
     def with_tag(cls, dims, data_type=dnnl.f32, tag=None):
         """A plain descriptor; `tag=None` means the row-major tag of len(dims) (a, ab, abc...)."""
         if tag is None:
-            tag = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd}[len(dims)]
+            tag = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd, 5: dnnl.abcde}[len(dims)]
         out = ctypes.c_void_p()
         check(lib.dnnl_memory_desc_create_with_tag(ctypes.byref(out), len(dims), to_dims(dims),
                                                    data_type, tag),

@@ -36,7 +36,7 @@ def submemory(parent, dims, offsets):
 def plain_tag(ndims, data_format):
     if ndims == 4:
         return dnnl.acdb if data_format == CHANNELS_LAST else dnnl.abcd
-    return {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc}[ndims]
+    return {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 5: dnnl.abcde}[ndims]
 
 
 class ConcatenateOp(Op):

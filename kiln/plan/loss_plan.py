@@ -112,7 +112,9 @@ def plan_heads(builder, views, values, want_grad):
         loss = view.loss
         x = values[id(view.logits_tensor)]
         # labels of an image-shaped output are read per sample as one row (Keras order)
-        labels = view.labels.reshape(len(view.labels), -1) if len(x.dims) == 4 else view.labels
+        # (a video: TimeDistributed's per-element losses; a sequence: one row per step)
+        rows = len(x.dims) in (4, 5)
+        labels = view.labels.reshape(len(view.labels), -1) if rows else view.labels
         weights = view.weights
         sequence = len(x.dims) == 3
         if sequence:  # one row per step, weighted by the output's mask
@@ -127,5 +129,7 @@ def plan_heads(builder, views, values, want_grad):
             # the head wrote (N, features) rows: the same bytes are the 4D gradient
             grad = Memory(MemoryDesc.with_tag(x.dims, dnnl.f32, keras_order_tag(x)),
                           grad.storage)
+        elif grad is not None and len(x.dims) == 5:
+            grad = Memory(MemoryDesc.with_tag(x.dims, dnnl.f32), grad.storage)
         grads.append((view.logits_tensor, grad))
     return grads

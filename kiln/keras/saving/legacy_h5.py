@@ -75,6 +75,10 @@ def keras2_config(value):
         inner["batch_input_shape"] = inner.pop("batch_shape")
         inner.pop("optional", None)
         converted["config"] = inner
+    if value.get("class_name") == "TimeDistributed" and isinstance(value.get("config"), dict):
+        # Keras 3 writes a wrapper's layer as its own get_config() does (module, dtype
+        # policy, build_config) and reads it back only so
+        converted["config"] = {**converted["config"], "layer": value["config"].get("layer")}
     if "inbound_nodes" in converted:
         converted["inbound_nodes"] = [_keras2_node(node) for node in value["inbound_nodes"]]
     for key in ("input_layers", "output_layers"):

@@ -21,7 +21,8 @@ _BUILT_FROM_SHAPE = frozenset({
     "Conv2D", "Dense", "BatchNormalization", "Flatten", "Add", "Subtract", "Multiply",
     "Average", "Maximum", "Minimum", "Concatenate", "Conv1D", "Conv2DTranspose",
     "DepthwiseConv2D", "SeparableConv2D", "DepthwiseConv1D", "SeparableConv1D",
-    "Conv1DTranspose", "UpSampling1D", "ZeroPadding1D", "Cropping1D", "RepeatVector"})
+    "Conv1DTranspose", "UpSampling1D", "ZeroPadding1D", "Cropping1D", "RepeatVector",
+    "TimeDistributed"})
 
 
 def _shape_list(shape):

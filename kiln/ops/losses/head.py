@@ -74,6 +74,14 @@ class LossHead:
             memory = Memory(MemoryDesc.with_tag((n, features), dnnl.f32, dnnl.ab),
                             image.storage)
             return memory, memory.as_array().reshape(n, features)
+        if len(x.dims) in (3, 5) and self.per_element:
+            # a sequence or a video (TimeDistributed): its logical dims are Keras's axes,
+            # so its plain row-major bytes are the (N, features) matrix
+            plain = builder.reorder(x.memory, MemoryDesc.with_tag(x.dims, dnnl.f32),
+                                    f"{label} output to plain")
+            n, features = x.dims[0], int(np.prod(x.dims[1:]))
+            memory = plain.view(MemoryDesc.with_tag((n, features), dnnl.f32, dnnl.ab))
+            return builder.keep(memory), memory.as_array().reshape(n, features)
         if len(x.dims) != 2:
             raise ValueError(f"loss '{label}': kiln computes this loss on outputs of shape "
                              f"(batch, features), got dims {x.dims} (per-pixel losses: "

@@ -30,6 +30,8 @@ EXPORTED += [
     "Cropping1D", "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
     "RepeatVector", "SpatialDropout1D", "UpSampling1D", "ZeroPadding1D",
 ]
+# wrappers
+EXPORTED += ["TimeDistributed"]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
 
