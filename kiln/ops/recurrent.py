@@ -115,12 +115,14 @@ class RecurrentOp(Op):
         activation: the vanilla cell's ('tanh', 'relu', 'sigmoid', 'linear'); the others
             are fixed.
         use_bias, return_sequences, go_backwards: as Keras's.
+        flip_output: a returned sequence in the other time order (Bidirectional flips its
+            backward layer's output back to input order: with go_backwards none is made).
     """
 
     arity = None
 
     def __init__(self, name, cell, units, activation="tanh", use_bias=True,
-                 return_sequences=False, go_backwards=False, weights=None):
+                 return_sequences=False, go_backwards=False, weights=None, flip_output=False):
         self.name = name
         self.cell = cell
         self.units = int(units)
@@ -129,9 +131,16 @@ class RecurrentOp(Op):
         self.return_sequences = return_sequences
         self.go_backwards = go_backwards
         self.weights = weights or name
+        self.flip_output = bool(flip_output)
         if cell is VANILLA_RNN and activation not in VANILLA_ACTIVATIONS:
             raise ValueError(f"RNN '{name}': argument activation must be one of "
                              f"{sorted(VANILLA_ACTIVATIONS)}, got {activation!r}")
+
+    @property
+    def reverses_sequence(self):
+        """Whether the returned sequence is oneDNN's (aligned with the input) reversed in time:
+        Keras's go_backwards order, unless flipped back."""
+        return self.go_backwards != self.flip_output
 
     @property
     def states(self):
@@ -238,7 +247,7 @@ class RecurrentOp(Op):
         output = finals["h"]
         if self.return_sequences:
             output = sequence
-            if self.go_backwards:
+            if self.reverses_sequence:
                 output = self._reversed(builder, sequence, builder.add_forward,
                                         f"{self.name} output in processing order")
         if builder.data_type != F32:  # a bf16 plan: one conversion
@@ -292,7 +301,7 @@ class RecurrentOp(Op):
                        for state in self.states}
         if self.return_sequences:
             sequence_grad = plain(grad, (n, t, units), "output")
-            if self.go_backwards:
+            if self.reverses_sequence:
                 sequence_grad = self._reversed(builder, sequence_grad, builder.add_backward,
                                                f"{self.name} output gradient in input order")
         else:  # the output is the final h

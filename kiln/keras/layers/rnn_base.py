@@ -109,6 +109,15 @@ class _RecurrentLayer(Layer):
                 f"expected one of {list(supported)}")
         return name
 
+    def nest_in(self, scope, flip_output=False):
+        """Make this layer a part of the layer named `scope` (Bidirectional): its weights
+        become "<scope>/<name>/<cell>/kernel", as Keras 3 names them, and with `flip_output`
+        a returned sequence comes in the other time order."""
+        path = f"{scope}/{self.name}"
+        self.cell._layer_name = path
+        self.op.name, self.op.weights = path, f"{path}/{self.cell_name}"
+        self.op.flip_output = bool(flip_output)
+
     # -- weights ------------------------------------------------------------------------------
     def bias_shape(self):
         return (self.gates * self.units,)
