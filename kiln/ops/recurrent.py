@@ -137,6 +137,11 @@ class RecurrentOp(Op):
                              f"{sorted(VANILLA_ACTIVATIONS)}, got {activation!r}")
 
     @property
+    def direction(self):
+        return (dnnl.unidirectional_right2left if self.go_backwards
+                else dnnl.unidirectional_left2right)
+
+    @property
     def reverses_sequence(self):
         """Whether the returned sequence is oneDNN's (aligned with the input) reversed in time:
         Keras's go_backwards order, unless flipped back."""
@@ -190,8 +195,7 @@ class RecurrentOp(Op):
                 tensors[5:5] = [None, None]
             return tensors
 
-        direction = (dnnl.unidirectional_right2left if self.go_backwards
-                     else dnnl.unidirectional_left2right)
+        direction = self.direction
         vanilla = self.cell is VANILLA_RNN
         algorithm, alpha = VANILLA_ACTIVATIONS.get(self.activation, (None, 0.0))
         head = (prop_kind, algorithm, direction) if vanilla else (prop_kind, direction)

@@ -12,12 +12,15 @@ RecurrentOp's `flip_output`). The merge is kiln's Concatenate / Add / Multiply /
 """
 
 from ...graph.symbolic import apply
+from ...ops.bidirectional_recurrent import BidirectionalRecurrentOp
 from ...ops.concatenate import ConcatenateOp
 from ...ops.merge import AddOp, AverageOp, MultiplyOp
 from .base_layer import Layer
 from .rnn_base import _RecurrentLayer
 
 MERGE_MODES = ("sum", "mul", "ave", "concat", None)
+# both directions in one oneDNN primitive where it can (tests turn it off to compare)
+ONE_PRIMITIVE = True
 
 
 class Bidirectional(Layer):
@@ -98,6 +101,10 @@ class Bidirectional(Layer):
                                  f"{len(states)}")
             half = len(states) // 2
             forward_state, backward_state = states[:half], states[half:]
+        if initial_state is None and self._one_primitive():
+            return apply(BidirectionalRecurrentOp(self.name, self.forward_layer.op,
+                                                  self.backward_layer.op, self.merge_mode),
+                         [sequences])
         forward = self.forward_layer(sequences, initial_state=forward_state)
         backward = self.backward_layer(sequences, initial_state=backward_state)
         states = []
@@ -108,6 +115,17 @@ class Bidirectional(Layer):
         if not self.return_state:
             return output
         return [*output, *states] if self.merge_mode is None else [output, *states]
+
+    def _one_primitive(self):
+        """Whether oneDNN's bidirectional directions compute this: 'concat' or 'sum' of two
+        layers that differ only in direction, without states returned."""
+        forward, backward = self.forward_layer.op, self.backward_layer.op
+        return (ONE_PRIMITIVE and self.merge_mode in ("concat", "sum")
+                and not self.return_state and not forward.go_backwards
+                and backward.go_backwards and type(self.forward_layer) is type(
+                    self.backward_layer)
+                and all(getattr(forward, key) == getattr(backward, key) for key in (
+                    "cell", "units", "activation", "use_bias", "return_sequences")))
 
     def _merge(self, forward, backward):
         name = f"{self.name}/merge"

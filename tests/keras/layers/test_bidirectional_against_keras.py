@@ -183,3 +183,41 @@ def test_bidirectional_lstm_learns_a_sequence_task():
                   metrics=["accuracy"])
     history = model.fit(x, y, epochs=40, batch_size=32, verbose=0)
     assert history.history["accuracy"][-1] > 0.9
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+@pytest.mark.parametrize("merge_mode", ["concat", "sum"])
+@pytest.mark.parametrize("sequences", [True, False], ids=["sequences", "last"])
+def test_one_primitive_equals_two_layers(kind, merge_mode, sequences, monkeypatch):
+    """oneDNN's bidirectional directions in one primitive against the two recurrent ops and
+    a merge op: predictions, then weights after two training steps from the same weights."""
+    from kiln.keras.layers import bidirectional
+    from kiln.ops.bidirectional_recurrent import BidirectionalRecurrentOp
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, T, C)).astype(np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, 6)]
+    used, planned = [], BidirectionalRecurrentOp.forward
+
+    def spied(op, *args):
+        used.append(op.name)
+        return planned(op, *args)
+
+    monkeypatch.setattr(BidirectionalRecurrentOp, "forward", spied)
+    models = []
+    for one_primitive in (True, False):
+        monkeypatch.setattr(bidirectional, "ONE_PRIMITIVE", one_primitive)
+        kk.backend.clear_session()
+        model = classifier(kind, merge_mode, return_sequences=sequences)(kk)
+        model.compile(optimizer=kk.optimizers.SGD(0.5), loss="categorical_crossentropy")
+        models.append(model)
+    fused, separate = models
+    separate.set_weights(fused.get_weights())
+    np.testing.assert_allclose(fused.predict(x, verbose=0), separate.predict(x, verbose=0),
+                               rtol=1e-5, atol=1e-6)
+    assert used, "the one-primitive path did not run"
+    for model in models:
+        model.fit(x, y, epochs=2, batch_size=6, shuffle=False, verbose=0)
+    for got, want in zip(fused.get_weights(), separate.get_weights(), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
