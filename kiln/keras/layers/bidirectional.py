@@ -122,6 +122,8 @@ class Bidirectional(Layer):
         forward, backward = self.forward_layer.op, self.backward_layer.op
         return (ONE_PRIMITIVE and self.merge_mode in ("concat", "sum")
                 and not self.return_state and not forward.go_backwards
+                and self.forward_layer.input_dropout is None
+                and self.backward_layer.input_dropout is None
                 and backward.go_backwards and type(self.forward_layer) is type(
                     self.backward_layer)
                 and all(getattr(forward, key) == getattr(backward, key) for key in (

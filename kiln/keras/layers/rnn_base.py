@@ -9,6 +9,7 @@ so does kiln, so `layer.cell.kernel`, `get_weights()` and saved files agree with
 from ...graph.symbolic import apply
 from ...ops.recurrent import RecurrentOp
 from ...ops.recurrent_state import RecurrentStateOp
+from ...ops.sequence_dropout import SequenceDropoutOp
 from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
@@ -75,8 +76,7 @@ class _RecurrentLayer(Layer):
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         for argument, value, supported in (
-                ("dropout", self.dropout, 0.0), ("recurrent_dropout", self.recurrent_dropout,
-                                                 0.0),
+                ("recurrent_dropout", self.recurrent_dropout, 0.0),
                 ("stateful", bool(stateful), False), ("time_major", bool(time_major), False)):
             if value != supported:
                 raise NotImplementedError(f"{self.context}: argument {argument}={value!r} is "
@@ -98,6 +98,8 @@ class _RecurrentLayer(Layer):
                                                     "recurrent_constraint")
         self.bias_constraint = constraints.get(bias_constraint, context, "bias_constraint")
         self.cell = _RecurrentCell(self, self.cell_name, f"{type(self).__name__}Cell")
+        self.input_dropout = (SequenceDropoutOp(self.name, self.dropout, seed)
+                              if 0 < self.dropout < 1 else None)
 
     def _activation_name(self, value, argument, supported):
         """A Keras activation given by name (or as keras.activations' function) that oneDNN's
@@ -164,6 +166,8 @@ class _RecurrentLayer(Layer):
             raise ValueError(f"{self.context}: argument initial_state must hold "
                              f"{len(self.state_names)} tensor(s) of shape (batch, "
                              f"{self.units}), got {len(states)}")
+        if self.input_dropout is not None:  # one mask per sample and feature, every step
+            sequences = apply(self.input_dropout, sequences)
         output = apply(self.op, [sequences, *states])
         if not self.return_state:
             return output
