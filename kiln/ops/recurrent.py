@@ -132,6 +132,8 @@ class RecurrentOp(Op):
         self.go_backwards = go_backwards
         self.weights = weights or name
         self.flip_output = bool(flip_output)
+        # stateful: {'h', 'c'} -> (N, units) arrays the layer keeps between batches
+        self.kept_states = None
         if cell is VANILLA_RNN and activation not in VANILLA_ACTIVATIONS:
             raise ValueError(f"RNN '{name}': argument activation must be one of "
                              f"{sorted(VANILLA_ACTIVATIONS)}, got {activation!r}")
@@ -226,6 +228,8 @@ class RecurrentOp(Op):
         for state, tensor in zip(self.states, initial, strict=False):
             memories["src_iter" + ("_c" if state == "c" else "")] = _state(builder.reorder(
                 tensor.memory, _plain((n, units)), f"{self.name} initial state {state}"))
+        if self.kept_states is not None and not initial:
+            self._read_kept_states(builder, memories, n)
         sequence = builder.allocate(_plain((n, t, units)))
         finals = {state: builder.keep(builder.allocate(_plain((n, units))))
                   for state in self.states}
@@ -247,6 +251,11 @@ class RecurrentOp(Op):
             workspace = args[dnnl.ARG_WORKSPACE] = builder.allocate(
                 fwd.pd.md(dnnl.query_workspace_md))
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
+        if self.kept_states is not None:  # the next batch starts from these states
+            for state, final in finals.items():
+                builder.add_forward(builder.memory_kernel(
+                    kernels.copy_state, (final, self.kept_states[state].reshape(-1)),
+                    f"{self.name} final state {state} kept"))
 
         output = finals["h"]
         if self.return_sequences:
@@ -262,6 +271,21 @@ class RecurrentOp(Op):
         planned = Planned(memories, descs, fwd, workspace, result, names,
                           list(need_input_grad), shapes)
         return result, lambda grad: self._backward(builder, grad, planned)
+
+    def _read_kept_states(self, builder, memories, n):
+        """stateful: the initial states are the layer's kept ones, copied in each step."""
+        batch = self.kept_states["h"].shape[0]
+        if n != batch:
+            raise ValueError(f"RNN '{self.name}': if an RNN is stateful, the batch size of the "
+                             f"input sequences must be the same as the batch size of the "
+                             f"initial state. Expected batch size: {batch}, received batch "
+                             f"size: {n}")
+        for state, kept in self.kept_states.items():
+            memory = builder.allocate(_plain((n, self.units)))
+            builder.add_forward(builder.memory_kernel(
+                kernels.copy_state, (kept.reshape(-1), memory),
+                f"{self.name} kept state {state} read"))
+            memories["src_iter" + ("_c" if state == "c" else "")] = _state(memory)
 
     def _bias(self, builder, name, desc):
         """The primitive's bias: the stored one, a reset_after GRU's folded once a step, or

@@ -94,3 +94,11 @@ def split_final_states_grad(grad, states_grad, batch, units, concat):
             else:
                 states_grad[n * units + u] = grad[n * units + u]
                 states_grad[half + n * units + u] = grad[n * units + u]
+
+
+@njit(**PARALLEL)
+def copy_state(source, target):
+    """A stateful layer's kept state into the primitive's initial state, or its final state
+    back (flat (N, units) buffers)."""
+    for k in prange(source.size):
+        target[k] = source[k]

@@ -120,7 +120,7 @@ class Bidirectional(Layer):
         """Whether oneDNN's bidirectional directions compute this: 'concat' or 'sum' of two
         layers that differ only in direction, without states returned."""
         forward, backward = self.forward_layer.op, self.backward_layer.op
-        return (ONE_PRIMITIVE and self.merge_mode in ("concat", "sum")
+        return (ONE_PRIMITIVE and self.merge_mode in ("concat", "sum") and not self.stateful
                 and not self.return_state and not forward.go_backwards
                 and self.forward_layer.input_dropout is None
                 and self.backward_layer.input_dropout is None

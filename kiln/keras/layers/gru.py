@@ -15,7 +15,8 @@ class GRU(_RecurrentLayer):
     kernel_initializer, recurrent_initializer, bias_initializer, kernel / recurrent / bias
     regularizers and constraints, return_sequences, return_state ([output, h]),
     go_backwards, unroll (the same computation), reset_after, seed, dropout (on
-    the input). recurrent_dropout and stateful are not supported yet.
+    the input), stateful (with a fixed batch size; reset_state()). recurrent_dropout is not
+    supported yet.
 
     Call: layer(sequences, initial_state=[h]).
     """

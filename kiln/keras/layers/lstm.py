@@ -15,7 +15,8 @@ class LSTM(_RecurrentLayer):
     forget gate's bias starts at 1), kernel / recurrent / bias regularizers and constraints,
     return_sequences, return_state ([output, h, c]), go_backwards, unroll (the same
     computation), seed, dropout (on the input: one mask per sample and feature).
-    recurrent_dropout and stateful are not supported yet.
+    stateful (with a fixed batch size; reset_state()). recurrent_dropout is not
+    supported yet.
 
     Call: layer(sequences, initial_state=[h, c]).
     """

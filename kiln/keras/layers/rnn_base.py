@@ -6,6 +6,8 @@ Keras 3 keeps a recurrent layer's weights in its `cell` (paths "<layer>/lstm_cel
 so does kiln, so `layer.cell.kernel`, `get_weights()` and saved files agree with Keras.
 """
 
+import numpy as np
+
 from ...graph.symbolic import apply
 from ...ops.recurrent import RecurrentOp
 from ...ops.recurrent_state import RecurrentStateOp
@@ -71,13 +73,13 @@ class _RecurrentLayer(Layer):
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful, self.unroll, self.seed = stateful, bool(unroll), seed
+        self.stateful, self.unroll, self.seed = bool(stateful), bool(unroll), seed
         self.zero_output_for_mask = zero_output_for_mask
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         for argument, value, supported in (
                 ("recurrent_dropout", self.recurrent_dropout, 0.0),
-                ("stateful", bool(stateful), False), ("time_major", bool(time_major), False)):
+                ("time_major", bool(time_major), False)):
             if value != supported:
                 raise NotImplementedError(f"{self.context}: argument {argument}={value!r} is "
                                           f"not supported yet; expected {supported!r}")
@@ -151,6 +153,35 @@ class _RecurrentLayer(Layer):
                                         *dims["bias"], regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)
         cell.built = True
+        if self.stateful:
+            self._keep_states(input_shape[0])
+
+    def _keep_states(self, batch):
+        """stateful: the final states of one batch are the initial states of the next, kept
+        here (not weights: Keras keeps them untracked too) until reset_state()."""
+        if batch is None:
+            raise ValueError(f"{self.context}: when using `stateful=True` in a RNN, the batch "
+                             "size must be static. Found dynamic batch size: give the model "
+                             "a fixed batch size (Input(batch_size=...), batch_shape or "
+                             "batch_input_shape)")
+        self.op.kept_states = {state: np.zeros((int(batch), self.units), np.float32)
+                               for state in self.state_names}
+
+    def reset_state(self):
+        """Zero the kept states of a stateful layer (Keras 3's spelling)."""
+        if not self.stateful or self.op.kept_states is None:
+            return
+        for kept in self.op.kept_states.values():
+            kept.fill(0.0)
+
+    def reset_states(self):
+        self.reset_state()
+
+    @property
+    def states(self):
+        """A stateful layer's kept states (arrays), else None."""
+        kept = self.op.kept_states
+        return None if kept is None else [kept[state] for state in self.state_names]
 
     # -- call ---------------------------------------------------------------------------------
     def call(self, sequences, initial_state=None, mask=None, training=None):

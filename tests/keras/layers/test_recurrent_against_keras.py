@@ -147,7 +147,6 @@ def test_weights_live_in_the_cell_as_keras():
 
 @pytest.mark.parametrize("make,argument", [
     (lambda L: L.GRU(3, recurrent_dropout=0.1, name="r"), "recurrent_dropout"),
-    (lambda L: L.SimpleRNN(3, stateful=True, name="r"), "stateful"),
     (lambda L: L.LSTM(3, activation="relu", name="r"), "activation"),
     (lambda L: L.GRU(3, recurrent_activation="hard_sigmoid", name="r"), "recurrent_activation"),
     (lambda L: L.SimpleRNN(3, activation="elu", name="r"), "activation"),
