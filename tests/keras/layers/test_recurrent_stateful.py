@@ -97,3 +97,22 @@ def test_reset_state_spellings_and_wrong_batch_size():
     assert np.all(layer.states[0] == 0)
     with pytest.raises(ValueError, match="stateful"):
         model.predict(np.ones((2 * B, T, C), np.float32), batch_size=2 * B, verbose=0)
+
+
+def test_fit_carries_the_states_through_the_batches_of_an_epoch():
+    """A Sequential with Keras 2's batch_input_shape: fit over two batches of 4 without
+    shuffling leaves the final states of the second batch (from the first's)."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2 * B, T, C)).astype(np.float32)
+    model = kk.Sequential([kk.layers.SimpleRNN(UNITS, stateful=True,
+                                               batch_input_shape=(B, T, C)),
+                           kk.layers.Dense(2)])
+    model.compile(optimizer=kk.optimizers.SGD(0.0), loss="mse")  # the weights stay
+    model.fit(x, np.zeros((2 * B, 2), np.float32), batch_size=B, shuffle=False, verbose=0)
+    layer = model.layers[0]
+    kernel, recurrent, bias = layer.get_weights()
+    h = np.zeros((B, UNITS), np.float32)
+    for batch in (x[:B], x[B:]):
+        for t in range(T):
+            h = np.tanh(batch[:, t] @ kernel + h @ recurrent + bias)
+    np.testing.assert_allclose(layer.states[0], h, rtol=1e-5, atol=1e-6)
