@@ -116,3 +116,15 @@ def test_fit_carries_the_states_through_the_batches_of_an_epoch():
         for t in range(T):
             h = np.tanh(batch[:, t] @ kernel + h @ recurrent + bias)
     np.testing.assert_allclose(layer.states[0], h, rtol=1e-5, atol=1e-6)
+
+
+def test_stateful_bidirectional_carries_and_resets():
+    """Both directions keep their states (two recurrent ops); reset_state() zeroes both."""
+    inputs = kk.Input((T, C), batch_size=B)
+    wrapper = kk.layers.Bidirectional(kk.layers.LSTM(UNITS, stateful=True))
+    model = kk.Model(inputs, wrapper(inputs))
+    x = np.random.default_rng(3).normal(size=(B, T, C)).astype(np.float32)
+    first = model.predict(x, batch_size=B, verbose=0)
+    assert not np.allclose(model.predict(x, batch_size=B, verbose=0), first)
+    wrapper.reset_state()
+    np.testing.assert_allclose(model.predict(x, batch_size=B, verbose=0), first, rtol=1e-6)
