@@ -140,6 +140,8 @@ vanilla_gru = 16383
 lbr_gru = 20479
 unidirectional_left2right = 1
 unidirectional_right2left = 2
+bidirectional_concat = 3  # both directions, outputs concatenated along channels
+bidirectional_sum = 4
 rnn_flags_undef = 0
 rnn_flags_diff_weights_overwrite = 1  # backward writes weight gradients (default: adds)
 

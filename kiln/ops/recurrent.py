@@ -115,12 +115,14 @@ class RecurrentOp(Op):
         activation: the vanilla cell's ('tanh', 'relu', 'sigmoid', 'linear'); the others
             are fixed.
         use_bias, return_sequences, go_backwards: as Keras's.
+        flip_output: a returned sequence in the other time order (Bidirectional flips its
+            backward layer's output back to input order: with go_backwards none is made).
     """
 
     arity = None
 
     def __init__(self, name, cell, units, activation="tanh", use_bias=True,
-                 return_sequences=False, go_backwards=False, weights=None):
+                 return_sequences=False, go_backwards=False, weights=None, flip_output=False):
         self.name = name
         self.cell = cell
         self.units = int(units)
@@ -129,9 +131,23 @@ class RecurrentOp(Op):
         self.return_sequences = return_sequences
         self.go_backwards = go_backwards
         self.weights = weights or name
+        self.flip_output = bool(flip_output)
+        # stateful: {'h', 'c'} -> (N, units) arrays the layer keeps between batches
+        self.kept_states = None
         if cell is VANILLA_RNN and activation not in VANILLA_ACTIVATIONS:
             raise ValueError(f"RNN '{name}': argument activation must be one of "
                              f"{sorted(VANILLA_ACTIVATIONS)}, got {activation!r}")
+
+    @property
+    def direction(self):
+        return (dnnl.unidirectional_right2left if self.go_backwards
+                else dnnl.unidirectional_left2right)
+
+    @property
+    def reverses_sequence(self):
+        """Whether the returned sequence is oneDNN's (aligned with the input) reversed in time:
+        Keras's go_backwards order, unless flipped back."""
+        return self.go_backwards != self.flip_output
 
     @property
     def states(self):
@@ -181,8 +197,7 @@ class RecurrentOp(Op):
                 tensors[5:5] = [None, None]
             return tensors
 
-        direction = (dnnl.unidirectional_right2left if self.go_backwards
-                     else dnnl.unidirectional_left2right)
+        direction = self.direction
         vanilla = self.cell is VANILLA_RNN
         algorithm, alpha = VANILLA_ACTIVATIONS.get(self.activation, (None, 0.0))
         head = (prop_kind, algorithm, direction) if vanilla else (prop_kind, direction)
@@ -213,6 +228,8 @@ class RecurrentOp(Op):
         for state, tensor in zip(self.states, initial, strict=False):
             memories["src_iter" + ("_c" if state == "c" else "")] = _state(builder.reorder(
                 tensor.memory, _plain((n, units)), f"{self.name} initial state {state}"))
+        if self.kept_states is not None and not initial:
+            self._read_kept_states(builder, memories, n)
         sequence = builder.allocate(_plain((n, t, units)))
         finals = {state: builder.keep(builder.allocate(_plain((n, units))))
                   for state in self.states}
@@ -234,11 +251,16 @@ class RecurrentOp(Op):
             workspace = args[dnnl.ARG_WORKSPACE] = builder.allocate(
                 fwd.pd.md(dnnl.query_workspace_md))
         builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
+        if self.kept_states is not None:  # the next batch starts from these states
+            for state, final in finals.items():
+                builder.add_forward(builder.memory_kernel(
+                    kernels.copy_state, (final, self.kept_states[state].reshape(-1)),
+                    f"{self.name} final state {state} kept"))
 
         output = finals["h"]
         if self.return_sequences:
             output = sequence
-            if self.go_backwards:
+            if self.reverses_sequence:
                 output = self._reversed(builder, sequence, builder.add_forward,
                                         f"{self.name} output in processing order")
         if builder.data_type != F32:  # a bf16 plan: one conversion
@@ -249,6 +271,21 @@ class RecurrentOp(Op):
         planned = Planned(memories, descs, fwd, workspace, result, names,
                           list(need_input_grad), shapes)
         return result, lambda grad: self._backward(builder, grad, planned)
+
+    def _read_kept_states(self, builder, memories, n):
+        """stateful: the initial states are the layer's kept ones, copied in each step."""
+        batch = self.kept_states["h"].shape[0]
+        if n != batch:
+            raise ValueError(f"RNN '{self.name}': if an RNN is stateful, the batch size of the "
+                             f"input sequences must be the same as the batch size of the "
+                             f"initial state. Expected batch size: {batch}, received batch "
+                             f"size: {n}")
+        for state, kept in self.kept_states.items():
+            memory = builder.allocate(_plain((n, self.units)))
+            builder.add_forward(builder.memory_kernel(
+                kernels.copy_state, (kept.reshape(-1), memory),
+                f"{self.name} kept state {state} read"))
+            memories["src_iter" + ("_c" if state == "c" else "")] = _state(memory)
 
     def _bias(self, builder, name, desc):
         """The primitive's bias: the stored one, a reset_after GRU's folded once a step, or
@@ -292,7 +329,7 @@ class RecurrentOp(Op):
                        for state in self.states}
         if self.return_sequences:
             sequence_grad = plain(grad, (n, t, units), "output")
-            if self.go_backwards:
+            if self.reverses_sequence:
                 sequence_grad = self._reversed(builder, sequence_grad, builder.add_backward,
                                                f"{self.name} output gradient in input order")
         else:  # the output is the final h

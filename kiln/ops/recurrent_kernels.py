@@ -46,3 +46,59 @@ def unfold_reset_after_bias(bias_grad, keras_bias_grad, units):
             keras_bias_grad[row + gate * units + j] = g
         keras_bias_grad[2 * units + j] = bias_grad[2 * units + j]
         keras_bias_grad[row + 2 * units + j] = bias_grad[3 * units + j]
+
+
+# -- both directions in one primitive (bidirectional_recurrent.py) ---------------------------
+@njit(**PARALLEL)
+def join_directions(first, second, joined):
+    """joined = first then second (flat): two layers' weights as oneDNN's D = 2 tensor."""
+    size = first.size
+    for k in prange(size):
+        joined[k] = first[k]
+        joined[size + k] = second[k]
+
+
+@njit(**PARALLEL)
+def split_directions(joined, first, second):
+    """The gradient of join_directions."""
+    size = first.size
+    for k in prange(size):
+        first[k] = joined[k]
+        second[k] = joined[size + k]
+
+
+@njit(**PARALLEL)
+def merge_final_states(states, output, batch, units, concat):
+    """The final h of both directions (2, N, units) -> Keras's merged last output: (N,
+    2 * units) forward then backward (concat), or their sum (N, units)."""
+    half = batch * units
+    for n in prange(batch):
+        for u in range(units):
+            forward, backward = states[n * units + u], states[half + n * units + u]
+            if concat:
+                output[n * 2 * units + u] = forward
+                output[n * 2 * units + units + u] = backward
+            else:
+                output[n * units + u] = forward + backward
+
+
+@njit(**PARALLEL)
+def split_final_states_grad(grad, states_grad, batch, units, concat):
+    """The gradient of merge_final_states."""
+    half = batch * units
+    for n in prange(batch):
+        for u in range(units):
+            if concat:
+                states_grad[n * units + u] = grad[n * 2 * units + u]
+                states_grad[half + n * units + u] = grad[n * 2 * units + units + u]
+            else:
+                states_grad[n * units + u] = grad[n * units + u]
+                states_grad[half + n * units + u] = grad[n * units + u]
+
+
+@njit(**PARALLEL)
+def copy_state(source, target):
+    """A stateful layer's kept state into the primitive's initial state, or its final state
+    back (flat (N, units) buffers)."""
+    for k in prange(source.size):
+        target[k] = source[k]

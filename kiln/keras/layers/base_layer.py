@@ -116,8 +116,11 @@ class Layer:
                                                      "activity_regularizer")
         if kwargs:
             raise TypeError(f"{self.context}: unexpected keyword argument(s) {sorted(kwargs)}")
+        # Keras 2's batch_input_shape: its batch size reaches a Sequential's input (stateful)
+        self.batch_size_arg = None
         if input_shape is None and batch_input_shape is not None:
             input_shape = tuple(batch_input_shape)[1:]
+            self.batch_size_arg = tuple(batch_input_shape)[0]
         if input_shape is None and input_dim is not None:
             input_shape = (input_dim,)
         self.input_shape_arg = tuple(input_shape) if input_shape is not None else None

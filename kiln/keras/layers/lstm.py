@@ -14,7 +14,9 @@ class LSTM(_RecurrentLayer):
     kernel_initializer, recurrent_initializer, bias_initializer, unit_forget_bias (the
     forget gate's bias starts at 1), kernel / recurrent / bias regularizers and constraints,
     return_sequences, return_state ([output, h, c]), go_backwards, unroll (the same
-    computation), seed. dropout, recurrent_dropout and stateful are not supported yet.
+    computation), seed, dropout (on the input: one mask per sample and feature).
+    stateful (with a fixed batch size; reset_state()). recurrent_dropout is not
+    supported yet.
 
     Call: layer(sequences, initial_state=[h, c]).
     """

@@ -6,9 +6,12 @@ Keras 3 keeps a recurrent layer's weights in its `cell` (paths "<layer>/lstm_cel
 so does kiln, so `layer.cell.kernel`, `get_weights()` and saved files agree with Keras.
 """
 
+import numpy as np
+
 from ...graph.symbolic import apply
 from ...ops.recurrent import RecurrentOp
 from ...ops.recurrent_state import RecurrentStateOp
+from ...ops.sequence_dropout import SequenceDropoutOp
 from .. import constraints, initializers, regularizers
 from .base_layer import Layer, is_integer
 
@@ -70,14 +73,13 @@ class _RecurrentLayer(Layer):
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
-        self.stateful, self.unroll, self.seed = stateful, bool(unroll), seed
+        self.stateful, self.unroll, self.seed = bool(stateful), bool(unroll), seed
         self.zero_output_for_mask = zero_output_for_mask
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         for argument, value, supported in (
-                ("dropout", self.dropout, 0.0), ("recurrent_dropout", self.recurrent_dropout,
-                                                 0.0),
-                ("stateful", bool(stateful), False), ("time_major", bool(time_major), False)):
+                ("recurrent_dropout", self.recurrent_dropout, 0.0),
+                ("time_major", bool(time_major), False)):
             if value != supported:
                 raise NotImplementedError(f"{self.context}: argument {argument}={value!r} is "
                                           f"not supported yet; expected {supported!r}")
@@ -98,6 +100,8 @@ class _RecurrentLayer(Layer):
                                                     "recurrent_constraint")
         self.bias_constraint = constraints.get(bias_constraint, context, "bias_constraint")
         self.cell = _RecurrentCell(self, self.cell_name, f"{type(self).__name__}Cell")
+        self.input_dropout = (SequenceDropoutOp(self.name, self.dropout, seed)
+                              if 0 < self.dropout < 1 else None)
 
     def _activation_name(self, value, argument, supported):
         """A Keras activation given by name (or as keras.activations' function) that oneDNN's
@@ -108,6 +112,15 @@ class _RecurrentLayer(Layer):
                 f"{self.context}: argument {argument}={value!r} is not supported yet; "
                 f"expected one of {list(supported)}")
         return name
+
+    def nest_in(self, scope, flip_output=False):
+        """Make this layer a part of the layer named `scope` (Bidirectional): its weights
+        become "<scope>/<name>/<cell>/kernel", as Keras 3 names them, and with `flip_output`
+        a returned sequence comes in the other time order."""
+        path = f"{scope}/{self.name}"
+        self.cell._layer_name = path
+        self.op.name, self.op.weights = path, f"{path}/{self.cell_name}"
+        self.op.flip_output = bool(flip_output)
 
     # -- weights ------------------------------------------------------------------------------
     def bias_shape(self):
@@ -140,6 +153,35 @@ class _RecurrentLayer(Layer):
                                         *dims["bias"], regularizer=self.bias_regularizer,
                                         constraint=self.bias_constraint)
         cell.built = True
+        if self.stateful:
+            self._keep_states(input_shape[0])
+
+    def _keep_states(self, batch):
+        """stateful: the final states of one batch are the initial states of the next, kept
+        here (not weights: Keras keeps them untracked too) until reset_state()."""
+        if batch is None:
+            raise ValueError(f"{self.context}: when using `stateful=True` in a RNN, the batch "
+                             "size must be static. Found dynamic batch size: give the model "
+                             "a fixed batch size (Input(batch_size=...), batch_shape or "
+                             "batch_input_shape)")
+        self.op.kept_states = {state: np.zeros((int(batch), self.units), np.float32)
+                               for state in self.state_names}
+
+    def reset_state(self):
+        """Zero the kept states of a stateful layer (Keras 3's spelling)."""
+        if not self.stateful or self.op.kept_states is None:
+            return
+        for kept in self.op.kept_states.values():
+            kept.fill(0.0)
+
+    def reset_states(self):
+        self.reset_state()
+
+    @property
+    def states(self):
+        """A stateful layer's kept states (arrays), else None."""
+        kept = self.op.kept_states
+        return None if kept is None else [kept[state] for state in self.state_names]
 
     # -- call ---------------------------------------------------------------------------------
     def call(self, sequences, initial_state=None, mask=None, training=None):
@@ -155,6 +197,8 @@ class _RecurrentLayer(Layer):
             raise ValueError(f"{self.context}: argument initial_state must hold "
                              f"{len(self.state_names)} tensor(s) of shape (batch, "
                              f"{self.units}), got {len(states)}")
+        if self.input_dropout is not None:  # one mask per sample and feature, every step
+            sequences = apply(self.input_dropout, sequences)
         output = apply(self.op, [sequences, *states])
         if not self.return_state:
             return output

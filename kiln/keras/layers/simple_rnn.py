@@ -12,8 +12,9 @@ class SimpleRNN(_RecurrentLayer):
     Args: units, activation ('tanh', 'relu', 'sigmoid', 'linear' or None), use_bias,
     kernel_initializer, recurrent_initializer, bias_initializer, kernel / recurrent / bias
     regularizers and constraints, return_sequences, return_state ([output, h]),
-    go_backwards, unroll (the same computation), seed. dropout, recurrent_dropout and
-    stateful are not supported yet.
+    go_backwards, unroll (the same computation), seed, dropout (on the input).
+    stateful (with a fixed batch size; reset_state()). recurrent_dropout is not
+    supported yet.
 
     Call: layer(sequences, initial_state=[h]).
     """

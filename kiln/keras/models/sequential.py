@@ -85,7 +85,12 @@ class Sequential(Model):
         saved = backend.image_data_format()
         backend.set_image_data_format(data_format)
         try:
-            self._input_layer = InputLayer(shape=shape, name=name, dtype=dtype)
+            # a fixed batch size (stateful layers need one) from the Input or Keras 2's
+            # batch_input_shape on the first layer
+            batch_size = (first.batch_size_arg if self._input_layer is None
+                          else getattr(self._input_layer, "batch_size", None))
+            self._input_layer = InputLayer(shape=shape, name=name, dtype=dtype,
+                                           batch_size=batch_size)
         finally:
             backend.set_image_data_format(saved)
         tensor = inputs = self._input_layer.output_tensor

@@ -10,7 +10,7 @@ import kiln.keras.layers as layers
 
 EXPORTED = [
     "Activation", "ActivityRegularization", "Add", "Average", "AveragePooling2D", "AvgPool2D",
-    "BatchNormalization", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
+    "BatchNormalization", "Bidirectional", "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose",
     "Convolution1D", "Convolution2D", "Convolution2DTranspose", "Cropping2D", "Dense",
     "DepthwiseConv2D", "Dropout", "ELU", "Embedding", "Flatten", "GRU", "GaussianDropout",
     "GaussianNoise", "GlobalAveragePooling2D", "GlobalAvgPool2D", "GlobalMaxPool2D",

@@ -146,9 +146,7 @@ def test_weights_live_in_the_cell_as_keras():
 
 
 @pytest.mark.parametrize("make,argument", [
-    (lambda L: L.LSTM(3, dropout=0.2, name="r"), "dropout"),
     (lambda L: L.GRU(3, recurrent_dropout=0.1, name="r"), "recurrent_dropout"),
-    (lambda L: L.SimpleRNN(3, stateful=True, name="r"), "stateful"),
     (lambda L: L.LSTM(3, activation="relu", name="r"), "activation"),
     (lambda L: L.GRU(3, recurrent_activation="hard_sigmoid", name="r"), "recurrent_activation"),
     (lambda L: L.SimpleRNN(3, activation="elu", name="r"), "activation"),
@@ -318,3 +316,39 @@ def test_gru_forecasts_windows_of_a_time_series():
     history = model.fit(dataset, epochs=8, verbose=0).history["loss"]
     persistence = float(np.mean((series[window:, 0] - series[window - 1:-1, 0]) ** 2))
     assert history[-1] < 0.2 * persistence
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "simple_rnn"])
+def test_input_dropout_predicts_as_keras(kind):
+    """dropout acts in training only: predictions equal Keras's (the training forward is
+    random, so no training comparison: see tests/ops/test_ops_sequence_dropout.py)."""
+    check_against_keras(classifier(LAYERS[kind], dropout=0.4, return_sequences=True),
+                        train=False)
+
+
+def test_input_dropout_gradient_zero_for_dropped_features():
+    """A dropped feature of a sample reaches no weight: with one sample and one feature
+    dropped, that feature's kernel row gets no gradient (SGD leaves it unchanged)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, T, 64)).astype(np.float32)
+    y = np.array([[1.0, 0.0, 0.0]], np.float32)
+    inputs = kk.Input((T, 64))
+    layer = kk.layers.SimpleRNN(UNITS, dropout=0.5, seed=2)
+    model = kk.Model(inputs, kk.layers.Dense(3, activation="softmax")(layer(inputs)))
+    model.compile(optimizer=kk.optimizers.SGD(0.5), loss="categorical_crossentropy")
+    before = layer.cell.kernel.numpy()
+    model.train_on_batch(x, y)
+    moved = np.any(layer.cell.kernel.numpy() != before, axis=1)
+    assert 0.3 < moved.mean() < 0.7  # about half of the 64 features dropped for this sample
+
+
+def test_lstm_with_input_dropout_learns():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 6, 4)).astype(np.float32)
+    y = (x[:, :, 0].sum(axis=1) > 0).astype(np.int64)
+    model = kk.Sequential([kk.Input((6, 4)), kk.layers.LSTM(16, dropout=0.2, seed=0),
+                           kk.layers.Dense(2, activation="softmax")])
+    model.compile(optimizer=kk.optimizers.Adam(0.02), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    model.fit(x, y, epochs=30, batch_size=32, verbose=0)
+    assert model.evaluate(x, y, verbose=0)[1] > 0.9

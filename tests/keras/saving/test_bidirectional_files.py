@@ -1,0 +1,59 @@
+"""Models with Bidirectional layers in files, both ways with real Keras 3: the wrapper holds
+its two layers as `forward_layer` and `backward_layer` in both frameworks, so the .keras
+archive, the Keras 2 .h5 model and the .weights.h5 file name their weights alike."""
+
+import keras_oracle
+import numpy as np
+import pytest
+
+from kiln import keras as kk
+
+keras_real = keras_oracle.real_keras()  # the JAX backend (the module is skipped without it)
+
+pytestmark = [
+    pytest.mark.usefixtures("kiln_keras_env"),
+    pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword"
+                               ":DeprecationWarning"),
+]
+
+
+def build(K):
+    inputs = K.Input((5, 3))
+    x = K.layers.Bidirectional(K.layers.GRU(4, return_sequences=True), merge_mode="sum")(inputs)
+    x = K.layers.Bidirectional(K.layers.LSTM(3), backward_layer=K.layers.LSTM(
+        3, go_backwards=True, unit_forget_bias=False))(x)
+    return K.Model(inputs, K.layers.Dense(2)(x))
+
+
+@pytest.fixture
+def data():
+    return np.random.default_rng(0).normal(size=(4, 5, 3)).astype(np.float32)
+
+
+def test_keras_archive_both_ways(tmp_path, data):
+    ours = build(kk)
+    expected = ours.predict(data, verbose=0)
+    ours.save(tmp_path / "ours.keras")
+    np.testing.assert_allclose(kk.models.load_model(tmp_path / "ours.keras").predict(
+        data, verbose=0), expected, rtol=1e-6)
+    theirs = keras_real.models.load_model(tmp_path / "ours.keras")
+    np.testing.assert_allclose(theirs.predict(data, verbose=0), expected, rtol=1e-4, atol=1e-6)
+    theirs.save(tmp_path / "theirs.keras")
+    np.testing.assert_allclose(kk.models.load_model(tmp_path / "theirs.keras").predict(
+        data, verbose=0), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_weights_file_read_by_keras(tmp_path, data):
+    ours = build(kk)
+    ours.save_weights(tmp_path / "ours.weights.h5")
+    theirs = build(keras_real)
+    theirs.load_weights(tmp_path / "ours.weights.h5")
+    np.testing.assert_allclose(theirs.predict(data, verbose=0), ours.predict(data, verbose=0),
+                               rtol=1e-4, atol=1e-6)
+
+
+def test_legacy_h5_round_trip(tmp_path, data):
+    ours = build(kk)
+    ours.save(tmp_path / "ours.h5")
+    np.testing.assert_array_equal(kk.models.load_model(tmp_path / "ours.h5").predict(
+        data, verbose=0), ours.predict(data, verbose=0))
