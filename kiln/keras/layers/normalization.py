@@ -87,3 +87,6 @@ class Normalization(Layer):
 
         return {**super().get_config(), "axis": self.axis, "invert": self.invert,
                 "mean": listed(self.input_mean), "variance": listed(self.input_variance)}
+
+# Keras 2 imported BatchNormalization from `keras.layers.normalization`.
+from .batch_normalization import BatchNormalization  # noqa: E402, F401
