@@ -1,5 +1,7 @@
 """Sequential model (`keras.models.Sequential`): a functional model over a list of layers."""
 
+import warnings
+
 from .. import backend
 from ..layers.base_layer import Layer
 from ..layers.input_layer import InputLayer
@@ -118,6 +120,22 @@ class Sequential(Model):
         for layer in self._stack:
             tensor = layer(tensor)
         return tensor
+
+    def predict_classes(self, x, batch_size=32, verbose=0):
+        """Keras 2's class predictions (removed in Keras 2.6, still in the classic scripts):
+        the argmax over the last axis, or `int32(proba > 0.5)` for a single output unit."""
+        proba = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if proba.shape[-1] > 1:
+            return proba.argmax(axis=-1)
+        return (proba > 0.5).astype("int32")
+
+    def predict_proba(self, x, batch_size=32, verbose=0):
+        """Keras 2's `predict`, warning when the outputs are not probabilities."""
+        proba = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if proba.min() < 0.0 or proba.max() > 1.0:
+            warnings.warn(f"{self.context}.predict_proba: the model returns values outside "
+                          f"[0, 1]; did you forget a sigmoid or softmax output activation?")
+        return proba
 
     def get_config(self):
         """Keras 3's config: name, trainable, dtype, the layers (InputLayer first)."""
