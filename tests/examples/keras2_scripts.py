@@ -1,0 +1,124 @@
+"""Running Keras 2.2.4's own example scripts (tests/examples/keras2/, imports changed to kiln)
+on small data written in the real file formats into a temporary Keras cache.
+
+A script runs as `python script.py` would (`__name__ == "__main__"`), from its text with a few
+whole lines rewritten to shorten it (epochs, data sizes); each rewrite must match exactly one
+line, so a changed script fails loudly instead of silently running long.
+"""
+
+import json
+import re
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+
+SCRIPTS = Path(__file__).resolve().parent / "keras2"
+HEADER_END = "# (end of the kiln header)\n"
+CHANGE = re.compile(r"^#   line (\d+): (.*)  ->  (.*)$")
+
+
+def original_and_header(name):
+    text = (SCRIPTS / f"{name}.py").read_text(encoding="utf-8")
+    header, body = text.split(HEADER_END)
+    return header, body
+
+
+def listed_changes(name):
+    """{line number: (original line, kiln line)} from the fixture's header."""
+    header, _ = original_and_header(name)
+    return {int(m.group(1)): (m.group(2), m.group(3))
+            for m in map(CHANGE.match, header.splitlines()) if m}
+
+
+def script_source(name, rewrites=()):
+    """The script's text with each `(old line, new line)` of `rewrites` replaced once."""
+    source = (SCRIPTS / f"{name}.py").read_text(encoding="utf-8")
+    for old, new in rewrites:
+        assert source.count(old + "\n") == 1, f"{name}.py no longer has exactly one {old!r}"
+        source = source.replace(old + "\n", new + "\n")
+    return source
+
+
+def run_script(name, rewrites=()):
+    """Executes the (rewritten) script as __main__; returns its global namespace."""
+    path = SCRIPTS / f"{name}.py"
+    namespace = {"__name__": "__main__", "__file__": str(path)}
+    exec(compile(script_source(name, rewrites), str(path), "exec"), namespace)
+    return namespace
+
+
+def six_moves_shim(monkeypatch):
+    """addition_rnn.py does `from six.moves import range` (Python 2 compatibility); `six`
+    is not a kiln dependency, so the test provides the one name it takes: the builtin."""
+    six = types.ModuleType("six")
+    six.moves = types.ModuleType("six.moves")
+    six.moves.range = range
+    monkeypatch.setitem(sys.modules, "six", six)
+    monkeypatch.setitem(sys.modules, "six.moves", six.moves)
+
+
+def epoch_logs(out):
+    """The `name: value` pairs of every epoch summary line Progbar printed, in order."""
+    logs = []
+    for line in out.splitlines():
+        if re.match(r"^\d+/\d+ - \S+ - \S+/step - ", line):
+            logs.append({k: float(v) for k, v in re.findall(r"(\w+): ([-\d.e]+)", line)})
+    return logs
+
+
+def printed_number(out, label):
+    match = re.search(rf"^{re.escape(label)} (\S+)$", out, re.M)
+    assert match, f"no {label!r} line in the output"
+    return float(match.group(1))
+
+
+# -- the data files, in Keras's formats ------------------------------------------------------
+def object_array(lists):
+    """What Keras's .npz files hold: a 1-D object array of Python int lists."""
+    array = np.empty(len(lists), dtype=object)
+    for i, values in enumerate(lists):
+        array[i] = [int(v) for v in values]
+    return array
+
+
+def cued_sequences(rng, labels, vocabulary, cues_per_class, shortest, longest, cue_rate):
+    """Word-index lists where a `cue_rate` share of the words tells the label: label k uses
+    the cue words `10 + cues_per_class * k ...`; the rest are random words above them."""
+    first_plain = 10 + cues_per_class * (int(labels.max()) + 1)
+    sequences = []
+    for label in labels:
+        words = rng.integers(first_plain, vocabulary, int(rng.integers(shortest, longest)))
+        cued = rng.random(len(words)) < cue_rate
+        words[cued] = 10 + cues_per_class * int(label) + rng.integers(0, cues_per_class,
+                                                                       int(cued.sum()))
+        sequences.append(words)
+    return object_array(sequences)
+
+
+def write_word_index(path, vocabulary):
+    """The `{word: index}` json Keras ships next to the .npz (indexes from 1)."""
+    path.write_text(json.dumps({f"word{i}": i for i in range(1, vocabulary)}))
+
+
+def write_imdb(folder, train_count, test_count, vocabulary=4000, seed=0):
+    """imdb.npz (x_train, y_train, x_test, y_test) with learnable 0/1 labels, and
+    imdb_word_index.json. Indexes stay below 4990: imdb_cnn.py keeps num_words=5000 and
+    load_data adds index_from=3."""
+    rng = np.random.default_rng(seed)
+    y_train, y_test = rng.integers(0, 2, train_count), rng.integers(0, 2, test_count)
+    kwargs = dict(vocabulary=vocabulary, cues_per_class=2, shortest=150, longest=400,
+                  cue_rate=0.4)
+    np.savez(folder / "imdb.npz", x_train=cued_sequences(rng, y_train, **kwargs),
+             y_train=y_train, x_test=cued_sequences(rng, y_test, **kwargs), y_test=y_test)
+    write_word_index(folder / "imdb_word_index.json", vocabulary)
+
+
+def write_reuters(folder, count, classes, vocabulary=3000, seed=0):
+    """reuters.npz (x, y: 46 topics in Keras's file, `classes` here) and
+    reuters_word_index.json."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, count)
+    np.savez(folder / "reuters.npz", x=cued_sequences(rng, y, vocabulary, 3, 10, 60, 0.3), y=y)
+    write_word_index(folder / "reuters_word_index.json", vocabulary)
