@@ -63,7 +63,8 @@ def test_imdb_cnn(keras2_cache, capsys):
 
 def test_imdb_fasttext(keras2_cache, capsys):
     _, out = run_imdb_script("imdb_fasttext", keras2_cache, capsys, maxlen=400)
-    assert "Average train sequence length: 45" in out or "Average train sequence length" in out
+    average = printed_number(out, "Average train sequence length:")
+    assert 150 < average < 400  # the reviews written are 150 to 400 words
     assert_learned(epoch_logs(out), epochs=5)
 
 

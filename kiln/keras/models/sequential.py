@@ -2,6 +2,8 @@
 
 import warnings
 
+import numpy as np
+
 from .. import backend
 from ..layers.base_layer import Layer
 from ..layers.input_layer import InputLayer
@@ -102,7 +104,19 @@ class Sequential(Model):
         self._init_graph(inputs, tensor, layers=self._layers)
 
     def _build_from_data(self, x):
-        self.build()
+        """Without an input shape (Keras 2's `Embedding(max_features, 128)` first, as in
+        imdb_lstm.py) the first data fixes it, as Keras builds a deferred Sequential."""
+        if self._input_layer is not None or self.first_layer.input_shape_arg is not None:
+            self.build()
+            return
+        if isinstance(x, (list, tuple)) and len(x) == 1 and hasattr(x[0], "shape"):
+            x = x[0]  # one input given in a list
+        shape = x.shape if hasattr(x, "shape") else np.shape(x)
+        if len(shape) < 2:
+            raise ValueError(f"{self.first_layer.context}: the first layer has no input_shape= "
+                             f"and the data's shape {tuple(shape)} has no axis after the batch; "
+                             f"expected a batch of samples, e.g. shape (samples, steps)")
+        self.build((None, *tuple(shape)[1:]))
 
     def _build_if_possible(self):
         if not self.built and (self._input_layer is not None
