@@ -78,14 +78,14 @@ def test_char_level_and_token_lists():
     assert tokenizer.word_index == {"bar": 1, "foo": 2}
 
 
-SEQUENCES = [[1, 1, 2], [5], []]  # with num_words=4, index 5 is ignored
+SEQUENCES = [[1, 1, 2], [5, 3], []]  # with num_words=4, index 5 is ignored
 
 
 @pytest.mark.parametrize("mode, expected", [
-    ("binary", [[0, 1, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]),
-    ("count", [[0, 2, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]),
+    ("binary", [[0, 1, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]),
+    ("count", [[0, 2, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]),
     # freq divides by the whole length, the ignored index included
-    ("freq", [[0, 2 / 3, 1 / 3, 0], [0, 0, 0, 0], [0, 0, 0, 0]]),
+    ("freq", [[0, 2 / 3, 1 / 3, 0], [0, 0, 0, 1 / 2], [0, 0, 0, 0]]),
 ])
 def test_sequences_to_matrix_modes(mode, expected):
     got = Tokenizer(num_words=4).sequences_to_matrix(SEQUENCES, mode=mode)
