@@ -20,8 +20,16 @@ import re
 
 import numpy as np
 import pytest
-from keras2_scripts import (SCRIPTS, epoch_logs, listed_changes, original_and_header,
-                            printed_number, run_script, six_moves_shim, write_reuters)
+from keras2_scripts import (
+    SCRIPTS,
+    epoch_logs,
+    listed_changes,
+    original_and_header,
+    printed_number,
+    run_script,
+    six_moves_shim,
+    write_reuters,
+)
 
 ALL_SCRIPTS = ["imdb_lstm", "imdb_cnn", "imdb_cnn_lstm", "imdb_bidirectional_lstm",
                "imdb_fasttext", "addition_rnn", "lstm_text_generation", "reuters_mlp"]

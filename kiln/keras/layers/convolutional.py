@@ -1,5 +1,6 @@
-"""Keras 2's `keras.layers.convolutional` path (old scripts import from it); the layers live in their own
-modules. `__all__` is empty so `keras.layers` does not list them twice."""
+"""Keras 2's `keras.layers.convolutional` path (old scripts import from it);
+the layers live in their own modules.
+`__all__` is empty so `keras.layers` does not list them twice."""
 
 from .conv1d import Conv1D, Convolution1D  # noqa: F401
 from .conv2d import Conv2D, Convolution2D  # noqa: F401

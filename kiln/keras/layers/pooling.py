@@ -54,8 +54,16 @@ MaxPool2D, AvgPool2D = MaxPooling2D, AveragePooling2D  # Keras's other spellings
 __all__ = ["AveragePooling2D", "AvgPool2D", "MaxPool2D", "MaxPooling2D"]
 
 # Keras 2 imported the 1D and global poolings from `keras.layers.pooling` too.
-from .global_pooling import (GlobalAveragePooling2D, GlobalAvgPool2D,  # noqa: E402, F401
-                             GlobalMaxPool2D, GlobalMaxPooling2D)
-from .global_pooling1d import (GlobalAveragePooling1D, GlobalAvgPool1D,  # noqa: E402, F401
-                               GlobalMaxPool1D, GlobalMaxPooling1D)
+from .global_pooling import (  # noqa: E402, F401
+    GlobalAveragePooling2D,
+    GlobalAvgPool2D,
+    GlobalMaxPool2D,
+    GlobalMaxPooling2D,
+)
+from .global_pooling1d import (  # noqa: E402, F401
+    GlobalAveragePooling1D,
+    GlobalAvgPool1D,
+    GlobalMaxPool1D,
+    GlobalMaxPooling1D,
+)
 from .pooling1d import AveragePooling1D, AvgPool1D, MaxPool1D, MaxPooling1D  # noqa: E402, F401

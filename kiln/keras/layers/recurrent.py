@@ -1,5 +1,6 @@
-"""Keras 2's `keras.layers.recurrent` path (old scripts import from it); the layers live in their own
-modules. `__all__` is empty so `keras.layers` does not list them twice."""
+"""Keras 2's `keras.layers.recurrent` path (old scripts import from it);
+the layers live in their own modules.
+`__all__` is empty so `keras.layers` does not list them twice."""
 
 from .gru import GRU  # noqa: F401
 from .lstm import LSTM  # noqa: F401

@@ -148,7 +148,8 @@ class Sequential(Model):
         proba = self.predict(x, batch_size=batch_size, verbose=verbose)
         if proba.min() < 0.0 or proba.max() > 1.0:
             warnings.warn(f"{self.context}.predict_proba: the model returns values outside "
-                          f"[0, 1]; did you forget a sigmoid or softmax output activation?")
+                          f"[0, 1]; did you forget a sigmoid or softmax output activation?",
+                          stacklevel=2)
         return proba
 
     def get_config(self):

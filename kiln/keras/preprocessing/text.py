@@ -99,7 +99,7 @@ class Tokenizer:
     def __init__(self, num_words=None, filters=DEFAULT_FILTERS, lower=True, split=" ",
                  char_level=False, oov_token=None, document_count=0, **kwargs):
         if "nb_words" in kwargs:
-            warnings.warn("Tokenizer: argument nb_words was renamed num_words")
+            warnings.warn("Tokenizer: argument nb_words was renamed num_words", stacklevel=2)
             num_words = kwargs.pop("nb_words")
         if kwargs:
             raise TypeError(f"Tokenizer: unrecognized keyword arguments {sorted(kwargs)}")

@@ -291,10 +291,10 @@ class Progbar:
 
 
 # Keras's other utils, one module each (imported last: they use nothing above).
+from . import data_utils, np_utils  # noqa: E402, F401  (Keras 2 module paths)
 from .file_utils import get_file  # noqa: E402, F401
 from .image_dataset import image_dataset_from_directory  # noqa: E402, F401
 from .py_dataset import PyDataset, Sequence  # noqa: E402, F401
 from .random_seed import set_random_seed  # noqa: E402, F401
 from .sequence_utils import pad_sequences  # noqa: E402, F401
 from .timeseries_dataset import timeseries_dataset_from_array  # noqa: E402, F401
-from . import data_utils, np_utils  # noqa: E402, F401  (Keras 2 module paths)

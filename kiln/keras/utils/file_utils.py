@@ -107,7 +107,7 @@ def get_file(fname=None, origin=None, untar=False, md5_hash=None, file_hash=None
         if algorithm is None or hash_file(path, algorithm) == file_hash:
             return path
         warnings.warn(f"get_file: the cached {path} does not have the expected {algorithm} "
-                      f"hash; downloading it again")
+                      f"hash; downloading it again", stacklevel=2)
     if not origin:
         raise ValueError(f"get_file: {path} is not cached and argument origin is empty")
     _download(origin, path)

@@ -14,8 +14,13 @@ import numpy as np
 import pytest
 
 from kiln.keras.preprocessing import text
-from kiln.keras.preprocessing.text import (Tokenizer, hashing_trick, one_hot,
-                                           text_to_word_sequence, tokenizer_from_json)
+from kiln.keras.preprocessing.text import (
+    Tokenizer,
+    hashing_trick,
+    one_hot,
+    text_to_word_sequence,
+    tokenizer_from_json,
+)
 
 TEXTS = ["The cat sat.", "The dog, the cat!", "A bird"]
 # counts: the 3, cat 2, then sat / dog / a / bird once each, in first-seen order
