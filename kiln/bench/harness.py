@@ -68,6 +68,8 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
         json_path, log_path):
     peaks_before = {"f32": sgemm_gflops(), "bf16": bf16_matmul_gflops()}
     status = {fw: installed(fw) for fw in frameworks}
+    # a fresh checkout has no results folder yet
+    os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     log = open(log_path, "w")
     workers = {fw: Worker(fw, log) for fw in frameworks if status[fw] is None}
     configs = list(product(model_names, modes, formats, precisions))

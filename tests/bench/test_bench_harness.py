@@ -301,7 +301,7 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
         [sys.executable, "-m", "kiln.bench", "compare", "--frameworks", "kiln", "torch",
          "--models", "cifar10_cnn", "--modes", "train", "infer", "--formats", "channels_first",
          "--repeats", "2", "--steps", "2", "--warmup", "0", "--json", str(out),
-         "--log", str(tmp_path / "workers.log")],
+         "--log", str(tmp_path / "not-yet-made" / "workers.log")],  # as on a fresh checkout
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
