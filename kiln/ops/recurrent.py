@@ -162,15 +162,18 @@ class RecurrentOp(Op):
         masked.masked, masked.zero_output_for_mask = True, bool(zero_output_for_mask)
         return masked
 
+    @property
+    def native_activations(self):
+        """Whether oneDNN's cell computes this op's activations."""
+        if self.cell is VANILLA_RNN:
+            return self.activation in VANILLA_ACTIVATIONS
+        return (self.activation, self.recurrent_activation) == ("tanh", "sigmoid")
+
     def uses_fused_kernel(self, builder):
         """Whether the plan runs the fused numba recurrence instead of oneDNN's primitive:
         for a mask, recurrent dropout in training, or activations the cell lacks."""
-        if self.cell is VANILLA_RNN:
-            native = self.activation in VANILLA_ACTIVATIONS
-        else:
-            native = (self.activation, self.recurrent_activation) == ("tanh", "sigmoid")
         dropout = builder.training and 0.0 < self.recurrent_dropout < 1.0
-        return self.masked or dropout or not native
+        return self.masked or dropout or not self.native_activations
 
     @property
     def direction(self):
