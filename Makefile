@@ -34,7 +34,7 @@ train: install
 	$(PY) examples/mnist_cnn.py
 
 test: install-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 # kiln and every peer (Keras 3 + TensorFlow / JAX, PyTorch) side by side; JSON in bench-results/
 bench: $(VENV)/.installed-peers

@@ -137,3 +137,36 @@ def unet(K, data_format="channels_last", input_size=64, base_filters=16):
         x = double_conv(layers.concatenate([x, skip], axis=channel_axis), filters)
     outputs = layers.Conv2D(1, 1, activation="sigmoid", **f)(x)
     return K.Model(inputs, outputs, name="unet")
+
+
+# The sequence models: token ids in, a sigmoid out (IMDB sentiment), no data format.
+# (vocabulary, sequence length, embedding width) as the Keras 2 examples set them.
+IMDB_RNN_SHAPE = (20000, 80, 128)
+IMDB_CNN_SHAPE = (5000, 400, 50)
+
+
+def imdb_rnn(K, recurrent="LSTM", units=128):
+    """keras/examples/imdb_lstm.py's model without its dropouts (so every framework runs its
+    plain recurrent kernel): Embedding(20000, 128), LSTM(128) (or GRU(128), Keras 3's
+    reset_after=True, PyTorch's GRU), Dense(1, sigmoid); sequences of 80 tokens."""
+    vocabulary, length, width = IMDB_RNN_SHAPE
+    layers = K.layers
+    inputs = K.Input((length,), dtype="int32")
+    x = layers.Embedding(vocabulary, width)(inputs)
+    x = getattr(layers, recurrent)(units)(x)
+    outputs = layers.Dense(1, activation="sigmoid")(x)
+    return K.Model(inputs, outputs, name=f"imdb_{recurrent.lower()}")
+
+
+def imdb_cnn(K):
+    """keras/examples/imdb_cnn.py: Embedding(5000, 50), Dropout(0.2), Conv1D(250, 3, relu),
+    GlobalMaxPooling1D, Dense(250), Dropout(0.2), relu, Dense(1), sigmoid; 400 tokens."""
+    vocabulary, length, width = IMDB_CNN_SHAPE
+    layers = K.layers
+    inputs = K.Input((length,), dtype="int32")
+    x = layers.Dropout(0.2)(layers.Embedding(vocabulary, width)(inputs))
+    x = layers.Conv1D(250, 3, padding="valid", activation="relu", strides=1)(x)
+    x = layers.GlobalMaxPooling1D()(x)
+    x = layers.Activation("relu")(layers.Dropout(0.2)(layers.Dense(250)(x)))
+    outputs = layers.Activation("sigmoid")(layers.Dense(1)(x))
+    return K.Model(inputs, outputs, name="imdb_cnn")

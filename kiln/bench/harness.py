@@ -68,9 +68,13 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
         json_path, log_path):
     peaks_before = {"f32": sgemm_gflops(), "bf16": bf16_matmul_gflops()}
     status = {fw: installed(fw) for fw in frameworks}
+    # a fresh checkout has no results folder yet
+    os.makedirs(os.path.dirname(os.path.abspath(log_path)), exist_ok=True)
     log = open(log_path, "w")
     workers = {fw: Worker(fw, log) for fw in frameworks if status[fw] is None}
-    configs = list(product(model_names, modes, formats, precisions))
+    # a sequence model has no data format: it is timed once, under the first format asked
+    configs = [config for config in product(model_names, modes, formats, precisions)
+               if config[0] not in models.SEQUENCE_MODELS or config[2] == formats[0]]
     samples = {}
     notes = {}
     setup_seconds = {}

@@ -80,8 +80,37 @@ def unet(data_format):
     return model, shape, 32
 
 
+def imdb_lstm(data_format=None):
+    """architectures.imdb_rnn with an LSTM: batch 32, Adam(1e-3), binary cross-entropy (a
+    sequence model has no data format)."""
+    keras.backend.clear_session()
+    return _text_model(architectures.imdb_rnn(keras, "LSTM"))
+
+
+def imdb_gru(data_format=None):
+    """architectures.imdb_rnn with a GRU (reset_after=True, Keras 3's default)."""
+    keras.backend.clear_session()
+    return _text_model(architectures.imdb_rnn(keras, "GRU"))
+
+
+def imdb_cnn(data_format=None):
+    """keras/examples/imdb_cnn.py (architectures.imdb_cnn): batch 32, Adam(1e-3)."""
+    keras.backend.clear_session()
+    return _text_model(architectures.imdb_cnn(keras))
+
+
+def _text_model(model):
+    """(model, the token sequence's shape, batch 32), compiled as the examples compile."""
+    model.compile(loss="binary_crossentropy",
+                  optimizer=keras.optimizers.Adam(learning_rate=1e-3), metrics=["accuracy"])
+    return model, (architectures.IMDB_CNN_SHAPE[1] if model.name == "imdb_cnn"
+                   else architectures.IMDB_RNN_SHAPE[1],), 32
+
+
 MODELS = {"mnist_cnn": mnist_cnn, "cifar10_cnn": cifar10_cnn, "resnet20": resnet20,
-          "mobilenet_v2": mobilenet_v2, "unet": unet}
+          "mobilenet_v2": mobilenet_v2, "unet": unet, "imdb_lstm": imdb_lstm,
+          "imdb_gru": imdb_gru, "imdb_cnn": imdb_cnn}
+SEQUENCE_MODELS = ("imdb_lstm", "imdb_gru", "imdb_cnn")  # no data format: timed once
 
 
 def built(name, data_format="channels_last"):
@@ -102,28 +131,54 @@ def output_shape(layer):
     return tuple(shape)
 
 
-def forward_flops_per_layer(model, batch):
-    """2 x multiply-adds of the forward pass of each conv and dense layer of `model.layers`,
-    in order (batch normalization, pooling, adds and activations are not counted)."""
-    flops = []
+def _has_weights(layer):
+    return any(getattr(layer, name, None) is not None for name in ("kernel", "embeddings",
+                                                                    "cell"))
+
+
+def _layer_forward_flops(layer, batch):
+    """2 x multiply-adds of one conv, dense or recurrent layer's forward, or None."""
+    cell = getattr(layer, "cell", None)
+    if cell is not None and getattr(cell, "kernel", None) is not None:
+        # every step: the input projection and the recurrent product, all gates
+        steps = tuple(layer.input.shape)[1]
+        return 2.0 * batch * steps * float(np.prod(cell.kernel.shape)
+                                           + np.prod(cell.recurrent_kernel.shape))
+    kernel = getattr(layer, "kernel", None)
+    if kernel is None:
+        return None
+    forward = 2.0 * batch * np.prod(kernel.shape)
+    out = output_shape(layer)
+    if len(kernel.shape) >= 3:  # a convolution: a kernel's worth of work per output position
+        spatial = len(kernel.shape) - 2
+        channels_last = getattr(layer, "data_format", "channels_last") == "channels_last"
+        forward *= np.prod(out[1:1 + spatial] if channels_last else out[2:2 + spatial])
+    elif len(out) > 2:  # Dense on a sequence: once per step
+        forward *= np.prod(out[1:-1])
+    return float(forward)
+
+
+def forward_flops_per_layer(model, batch, with_input_gradient=False):
+    """2 x multiply-adds of the forward pass of each conv, dense and recurrent layer of
+    `model.layers`, in order (batch normalization, pooling, adds, activations and the gate
+    arithmetic are not counted). With `with_input_gradient`, (flops, whether the layer's
+    backward also computes its input's gradient: a weighted layer, e.g. an Embedding, comes
+    before it) pairs."""
+    flops, weighted_before = [], False
     for layer in model.layers:
-        kernel = getattr(layer, "kernel", None)
-        if kernel is None:
-            continue
-        forward = 2.0 * batch * np.prod(kernel.shape)
-        if len(kernel.shape) == 4:  # each output pixel does a kernel's worth of work
-            out = output_shape(layer)
-            forward *= np.prod(out[1:3] if layer.data_format == "channels_last" else out[2:4])
-        flops.append(float(forward))
+        forward = _layer_forward_flops(layer, batch)
+        if forward is not None:
+            flops.append((forward, weighted_before) if with_input_gradient else forward)
+        weighted_before = weighted_before or _has_weights(layer)
     return flops
 
 
 def training_flops(model, batch):
-    """Forward, backward-data (not for the first layer) and backward-weights: the work a
-    training step must do, at batch 128: 9.160 GFLOP for mnist_cnn, 31.231 for resnet20
-    (inference 10.448)."""
-    per_layer = forward_flops_per_layer(model, batch)
-    return sum(f * (2 if i == 0 else 3) for i, f in enumerate(per_layer))
+    """Forward, backward-data (not for a layer with no weighted layer before it) and
+    backward-weights: the work a training step must do, at batch 128: 9.160 GFLOP for
+    mnist_cnn, 31.231 for resnet20 (inference 10.448)."""
+    return sum(f * (3 if needs_input_gradient else 2) for f, needs_input_gradient
+               in forward_flops_per_layer(model, batch, with_input_gradient=True))
 
 
 def inference_flops(model, batch):

@@ -23,13 +23,18 @@ The primitives run in f32: under a bf16 plan the op converts its input and outpu
 edges (a native bf16 RNN needs avx512_bf16 / AMX, see docs/recurrent.md).
 """
 
+import copy
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from ..binding.memory import MemoryDesc
 from . import recurrent_kernels as kernels
 from .base import Op
+from .recurrent_activations import ACTIVATION_CODES
+from .recurrent_fused import plan_fused
 from .recurrent_state import RecurrentTensor
 
 F32 = dnnl.f32
@@ -112,9 +117,10 @@ class RecurrentOp(Op):
         name: the layer's name; weights: the prefix of its weight names (Keras keeps them
             in a cell: "<layer>/lstm_cell"), read as "<weights>/kernel", ...
         cell: VANILLA_RNN, LSTM, GRU or LBR_GRU; units: the state size.
-        activation: the vanilla cell's ('tanh', 'relu', 'sigmoid', 'linear'); the others
-            are fixed.
-        use_bias, return_sequences, go_backwards: as Keras's.
+        activation, recurrent_activation: Keras's names; oneDNN's cells compute tanh and
+            sigmoid (the vanilla cell: tanh, relu, sigmoid, linear), the fused kernel any of
+            recurrent_activations.ACTIVATION_CODES.
+        use_bias, return_sequences, go_backwards, recurrent_dropout, seed: as Keras's.
         flip_output: a returned sequence in the other time order (Bidirectional flips its
             backward layer's output back to input order: with go_backwards none is made).
     """
@@ -122,21 +128,52 @@ class RecurrentOp(Op):
     arity = None
 
     def __init__(self, name, cell, units, activation="tanh", use_bias=True,
-                 return_sequences=False, go_backwards=False, weights=None, flip_output=False):
+                 return_sequences=False, go_backwards=False, weights=None, flip_output=False,
+                 recurrent_activation="sigmoid", recurrent_dropout=0.0, seed=None):
         self.name = name
         self.cell = cell
         self.units = int(units)
         self.activation = activation
+        self.recurrent_activation = recurrent_activation
         self.use_bias = use_bias
         self.return_sequences = return_sequences
         self.go_backwards = go_backwards
         self.weights = weights or name
         self.flip_output = bool(flip_output)
+        self.recurrent_dropout = float(recurrent_dropout)
+        seed = np.random.randint(0, 2**62) if seed is None else seed
+        self.dropout_counter = np.array([int(seed) % 2**64, 0], dtype=np.uint64)
+        # with_mask(): an (N, T) mask is the last input (recurrent_fused.py)
+        self.masked = False
+        self.zero_output_for_mask = False
         # stateful: {'h', 'c'} -> (N, units) arrays the layer keeps between batches
         self.kept_states = None
-        if cell is VANILLA_RNN and activation not in VANILLA_ACTIVATIONS:
-            raise ValueError(f"RNN '{name}': argument activation must be one of "
-                             f"{sorted(VANILLA_ACTIVATIONS)}, got {activation!r}")
+        for argument, value in (("activation", activation),
+                                ("recurrent_activation", recurrent_activation)):
+            if value not in ACTIVATION_CODES:
+                raise ValueError(f"RNN '{name}': argument {argument} must be one of "
+                                 f"{sorted(ACTIVATION_CODES)}, got {value!r}")
+
+    def with_mask(self, zero_output_for_mask=False):
+        """This op reading an (N, T) mask as its last input (the same weights and kept
+        states): a masked step keeps the previous states; its output is the previous one,
+        or zeros with `zero_output_for_mask` (Keras 3's rnn)."""
+        masked = copy.copy(self)
+        masked.masked, masked.zero_output_for_mask = True, bool(zero_output_for_mask)
+        return masked
+
+    @property
+    def native_activations(self):
+        """Whether oneDNN's cell computes this op's activations."""
+        if self.cell is VANILLA_RNN:
+            return self.activation in VANILLA_ACTIVATIONS
+        return (self.activation, self.recurrent_activation) == ("tanh", "sigmoid")
+
+    def uses_fused_kernel(self, builder):
+        """Whether the plan runs the fused numba recurrence instead of oneDNN's primitive:
+        for a mask, recurrent dropout in training, or activations the cell lacks."""
+        dropout = builder.training and 0.0 < self.recurrent_dropout < 1.0
+        return self.masked or dropout or not self.native_activations
 
     @property
     def direction(self):
@@ -158,6 +195,12 @@ class RecurrentOp(Op):
         if len(x) != 3:
             raise ValueError(f"RNN '{self.name}': expected a 3D input (batch, timesteps, "
                              f"features), got dims {tuple(x)}")
+        if self.masked and len(input_dims) > 1:  # parameter_dims passes x alone
+            mask = input_dims[-1]
+            if tuple(mask) != tuple(x[:2]):
+                raise ValueError(f"RNN '{self.name}': the mask must have shape (batch, "
+                                 f"timesteps) = {tuple(x[:2])}, got {tuple(mask)}")
+            input_dims = input_dims[:-1]
         if len(input_dims) not in (1, 1 + len(self.states)):
             raise ValueError(f"RNN '{self.name}': initial_state must hold "
                              f"{len(self.states)} tensors {list(self.states)}, got "
@@ -217,6 +260,8 @@ class RecurrentOp(Op):
 
     # -- forward ------------------------------------------------------------------------------
     def forward(self, builder, xs, need_input_grad):
+        if self.uses_fused_kernel(builder):
+            return plan_fused(self, builder, xs, need_input_grad)
         x, initial = xs[0], xs[1:]
         n, t, c = x.dims
         units, cell = self.units, self.cell

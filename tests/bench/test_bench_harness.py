@@ -24,7 +24,10 @@ from kiln.bench.peers import (
 )
 
 FLOPS = [("mnist_cnn", 9.160, 3.070), ("cifar10_cnn", 3.926, 1.327),
-         ("resnet20", 31.231, 10.448)]
+         ("resnet20", 31.231, 10.448),
+         # LSTM 2 * 32 * 80 * (128 + 128) * 512 forward, all three passes (an Embedding is
+         # before it, so backward-data counts); GRU three gates; Conv1D per output step
+         ("imdb_lstm", 2.013, 0.671), ("imdb_gru", 1.510, 0.503), ("imdb_cnn", 2.878, 0.959)]
 
 
 @pytest.mark.parametrize("name, train_gflop, infer_gflop", FLOPS)
@@ -79,6 +82,40 @@ def test_keras3_resnet20_is_resnet20_v1_and_counts_like_kiln():
         assert params == 274442 and shape == [None, 10]
         assert train == pytest.approx(31.231, abs=5e-4)
         assert infer == pytest.approx(10.448, abs=5e-4)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None
+                    or importlib.util.find_spec("keras") is None, reason="needs keras + jax")
+def test_keras3_text_models_count_like_kiln():
+    """The Keras 3 peer's sequence models (JAX backend, own process) have kiln's parameter
+    counts and GFLOP counts, and one training step runs on the shared synthetic batch."""
+    script = ("import json, keras\n"
+              "from kiln.bench.models import inference_flops, training_flops\n"
+              "from kiln.bench.peers import keras3_runner, synthetic\n"
+              "out = {}\n"
+              "for name in ('imdb_lstm', 'imdb_gru', 'imdb_cnn'):\n"
+              "    m = keras3_runner._model(keras, name, 'channels_last')\n"
+              "    loss = float(m.train_on_batch(*synthetic.batch(name, 'channels_last'))[0])\n"
+              "    out[name] = [m.count_params(), training_flops(m, 32) / 1e9,\n"
+              "                 inference_flops(m, 32) / 1e9, loss]\n"
+              "print(json.dumps(out))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "KERAS_BACKEND": "jax"})
+    assert result.returncode == 0, result.stderr
+    counts = json.loads(result.stdout.strip().splitlines()[-1])
+    for name, (params, train, infer, loss) in counts.items():
+        model, batch = built(name)
+        assert params == model.count_params(), name
+        assert train == pytest.approx(training_flops(model, batch) / 1e9, rel=1e-9), name
+        assert infer == pytest.approx(inference_flops(model, batch) / 1e9, rel=1e-9), name
+        assert 0.5 < loss < 0.9, name  # binary cross-entropy of random labels near log 2
+
+
+def test_sequence_batch_is_token_ids_and_binary_labels():
+    x, y = synthetic.batch("imdb_lstm", "channels_first")
+    assert x.dtype == np.int32 and x.shape == (32, 80) and 1 <= x.min() and x.max() < 20000
+    assert y.shape == (32, 1) and set(np.unique(y)) == {0.0, 1.0}
+    assert synthetic.batch("imdb_cnn", "channels_last")[0].shape == (32, 400)
 
 
 AGREE = """
@@ -301,7 +338,7 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
         [sys.executable, "-m", "kiln.bench", "compare", "--frameworks", "kiln", "torch",
          "--models", "cifar10_cnn", "--modes", "train", "infer", "--formats", "channels_first",
          "--repeats", "2", "--steps", "2", "--warmup", "0", "--json", str(out),
-         "--log", str(tmp_path / "workers.log")],
+         "--log", str(tmp_path / "not-yet-made" / "workers.log")],  # as on a fresh checkout
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
@@ -326,6 +363,20 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
     if installed("torch") is not None:
         assert "not installed" in report["frameworks"]["torch"]
         assert "torch: not installed" in result.stdout
+
+
+def test_compare_times_a_sequence_model_once_whatever_the_formats(tmp_path):
+    out = tmp_path / "run.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "kiln.bench", "compare", "--frameworks", "kiln",
+         "--models", "imdb_gru", "--modes", "train", "--formats", "channels_first",
+         "channels_last", "--repeats", "1", "--steps", "1", "--warmup", "0",
+         "--json", str(out), "--log", str(tmp_path / "workers.log")],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert [(r["model"], r["format"]) for r in rows] == [("imdb_gru", "channels_first")]
+    assert rows[0]["gflops"] > 0
 
 
 def test_kiln_profile_reports_the_planned_bytes():

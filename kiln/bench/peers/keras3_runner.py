@@ -14,7 +14,12 @@ def _model(keras, model, data_format):
     layers = keras.layers
     f = dict(data_format=data_format)
     loss = "categorical_crossentropy"
-    if model == "resnet20":
+    if model in ("imdb_lstm", "imdb_gru", "imdb_cnn"):
+        net = (architectures.imdb_cnn(keras) if model == "imdb_cnn"
+               else architectures.imdb_rnn(keras, "LSTM" if model == "imdb_lstm" else "GRU"))
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+        loss = "binary_crossentropy"
+    elif model == "resnet20":
         net = architectures.resnet20(keras, data_format)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
     elif model == "mobilenet_v2":

@@ -2,19 +2,29 @@
 
 import numpy as np
 
+from ..architectures import IMDB_CNN_SHAPE, IMDB_RNN_SHAPE
+
 BATCH = {"mnist_cnn": 128, "cifar10_cnn": 32, "resnet20": 128, "mobilenet_v2": 32,
-         "unet": 32}
+         "unet": 32, "imdb_lstm": 32, "imdb_gru": 32, "imdb_cnn": 32}
 IMAGE = {"mnist_cnn": (28, 28, 1), "cifar10_cnn": (32, 32, 3), "resnet20": (32, 32, 3),
          "mobilenet_v2": (96, 96, 3), "unet": (64, 64, 1)}  # channels_last (H, W, C)
+# the sequence models: (vocabulary, tokens per sequence)
+TOKENS = {"imdb_lstm": IMDB_RNN_SHAPE[:2], "imdb_gru": IMDB_RNN_SHAPE[:2],
+          "imdb_cnn": IMDB_CNN_SHAPE[:2]}
 CLASSES = 10
 SEGMENTATION = {"unet"}  # labels are a per-pixel 0/1 mask of the image's shape
 
 
 def batch(model, data_format, seed=0):
     """(x, y): x float32 in the Keras layout of `data_format`; y one-hot float32, or for a
-    segmentation model a 0/1 float32 mask in the same layout as x."""
+    segmentation model a 0/1 float32 mask in the same layout as x. A sequence model: x int32
+    token ids (batch, tokens) from 1 up (0 is padding), y a (batch, 1) float32 0/1 label."""
     rng = np.random.default_rng(seed)
     n = BATCH[model]
+    if model in TOKENS:
+        vocabulary, length = TOKENS[model]
+        x = rng.integers(1, vocabulary, (n, length)).astype(np.int32)
+        return x, rng.integers(0, 2, (n, 1)).astype(np.float32)
     x = rng.random((n, *IMAGE[model]), dtype=np.float32)
     if model in SEGMENTATION:
         y = (x > 0.5).astype(np.float32)

@@ -70,3 +70,48 @@ def unet(torch, base_filters=16):
             return self.head(x)
 
     return UNet()
+
+
+def imdb_rnn(torch, recurrent="LSTM", units=128):
+    """architectures.imdb_rnn: Embedding, one nn.LSTM / nn.GRU layer (batch first; PyTorch's
+    GRU is Keras 3's reset_after=True), Linear on the last output; logits out."""
+    from ..architectures import IMDB_RNN_SHAPE
+    nn = torch.nn
+    vocabulary, _, width = IMDB_RNN_SHAPE
+
+    class TextRNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocabulary, width)
+            self.rnn = getattr(nn, recurrent)(width, units, batch_first=True)
+            self.head = nn.Linear(units, 1)
+
+        def forward(self, tokens):
+            sequence, _ = self.rnn(self.embedding(tokens))
+            return self.head(sequence[:, -1])
+
+    return TextRNN()
+
+
+def imdb_cnn(torch):
+    """architectures.imdb_cnn: Embedding, Dropout, Conv1d(250, 3) + relu over (N, C, T), max
+    over time, Linear(250), Dropout, relu, Linear(1); logits out."""
+    from ..architectures import IMDB_CNN_SHAPE
+    nn = torch.nn
+    vocabulary, _, width = IMDB_CNN_SHAPE
+
+    class TextCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocabulary, width)
+            self.dropout = nn.Dropout(0.2)
+            self.conv = nn.Conv1d(width, 250, 3)
+            self.head = nn.Sequential(nn.Linear(250, 250), nn.Dropout(0.2), nn.ReLU(),
+                                      nn.Linear(250, 1))
+
+        def forward(self, tokens):
+            x = self.dropout(self.embedding(tokens)).transpose(1, 2)
+            x = torch.relu(self.conv(x)).amax(dim=2)
+            return self.head(x)
+
+    return TextCNN()

@@ -55,6 +55,10 @@ def _resnet20(torch):
 
 def _model(torch, model):
     nn = torch.nn
+    if model in ("imdb_lstm", "imdb_gru"):
+        return torch_models.imdb_rnn(torch, "LSTM" if model == "imdb_lstm" else "GRU")
+    if model == "imdb_cnn":
+        return torch_models.imdb_cnn(torch)
     if model == "resnet20":
         return _resnet20(torch)
     if model == "mobilenet_v2":
@@ -82,19 +86,24 @@ def prepare(model, data_format, mode, precision, compile=False):
     net = _model(torch, model)
     x_np, y_np = synthetic.batch(model, "channels_first")  # torch tensors are NCHW logically
     x = torch.from_numpy(x_np)
+    text = model in synthetic.TOKENS
     segmentation = model in synthetic.SEGMENTATION
-    target = torch.from_numpy(y_np if segmentation else y_np.argmax(1))
-    if data_format == "channels_last":
+    if text:  # token ids index as int64; the label is a (batch, 1) 0/1 float
+        x, target = x.long(), torch.from_numpy(y_np)
+    else:
+        target = torch.from_numpy(y_np if segmentation else y_np.argmax(1))
+    if data_format == "channels_last" and not text:
         net = net.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
-    if model in ("resnet20", "mobilenet_v2", "unet"):
+    if model in ("resnet20", "mobilenet_v2", "unet") or text:
         optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
     elif model == "mnist_cnn":
         optimizer = torch.optim.Adadelta(net.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     else:
         optimizer = torch.optim.RMSprop(net.parameters(), lr=1e-4, alpha=0.9, eps=1e-7)
     # the models end in logits: the loss applies the softmax / sigmoid, fused, as kiln's does
-    loss_fn = torch.nn.BCEWithLogitsLoss() if segmentation else torch.nn.CrossEntropyLoss()
+    loss_fn = torch.nn.BCEWithLogitsLoss() if segmentation or text \
+        else torch.nn.CrossEntropyLoss()
     net.train(mode == "train")  # before compiling: a mode change would recompile
     if compile:
         net = torch.compile(net)  # same parameters as the optimizer's; compiles on first call

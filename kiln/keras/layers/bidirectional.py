@@ -29,9 +29,13 @@ class Bidirectional(Layer):
     layer's), backward_layer (a layer to read the sequence backwards instead of a copy of
     `layer`: the same return_sequences, return_state and stateful, the other go_backwards).
 
-    Call: layer(sequences, initial_state=[forward states..., backward states...]). With
-    return_state the output is [output, forward states..., backward states...].
+    Call: layer(sequences, initial_state=[forward states..., backward states...],
+    mask=None). With return_state the output is [output, forward states..., backward
+    states...]. A mask (Embedding's mask_zero, Masking) reaches both layers, which then
+    return zeros at masked steps of a returned sequence (Keras's zero_output_for_mask).
     """
+
+    supports_masking = True
 
     def __init__(self, layer, merge_mode="concat", weights=None, backward_layer=None,
                  **kwargs):
@@ -88,7 +92,7 @@ class Bidirectional(Layer):
             self.initial_weights = None
         self.built = True
 
-    def call(self, sequences, initial_state=None, training=None):
+    def call(self, sequences, initial_state=None, mask=None, training=None):
         if isinstance(sequences, (list, tuple)):  # Keras 2: [sequences, *initial states]
             sequences, initial_state = sequences[0], list(sequences[1:]) or initial_state
         forward_state = backward_state = None
@@ -101,12 +105,15 @@ class Bidirectional(Layer):
                                  f"{len(states)}")
             half = len(states) // 2
             forward_state, backward_state = states[:half], states[half:]
-        if initial_state is None and self._one_primitive():
+        if isinstance(mask, (list, tuple)):  # the masks of [sequences, *states]: the first
+            mask = mask[0]
+        if initial_state is None and mask is None and self._one_primitive():
             return apply(BidirectionalRecurrentOp(self.name, self.forward_layer.op,
                                                   self.backward_layer.op, self.merge_mode),
                          [sequences])
-        forward = self.forward_layer(sequences, initial_state=forward_state)
-        backward = self.backward_layer(sequences, initial_state=backward_state)
+        # a mask: two fused recurrences (oneDNN's joint directions cannot take one)
+        forward = self.forward_layer(sequences, initial_state=forward_state, mask=mask)
+        backward = self.backward_layer(sequences, initial_state=backward_state, mask=mask)
         states = []
         if self.return_state:
             states = [*forward[1:], *backward[1:]]
@@ -126,8 +133,27 @@ class Bidirectional(Layer):
                 and self.backward_layer.input_dropout is None
                 and backward.go_backwards and type(self.forward_layer) is type(
                     self.backward_layer)
+                and forward.native_activations and forward.recurrent_dropout == 0.0
+                and backward.recurrent_dropout == 0.0
                 and all(getattr(forward, key) == getattr(backward, key) for key in (
-                    "cell", "units", "activation", "use_bias", "return_sequences")))
+                    "cell", "units", "activation", "recurrent_activation", "use_bias",
+                    "return_sequences")))
+
+    def compute_mask(self, inputs, previous_mask):
+        """As Keras 3's Bidirectional: a returned sequence keeps the input's mask (one per
+        output with merge_mode None), a last output and the states have none."""
+        if isinstance(previous_mask, (list, tuple)):
+            previous_mask = previous_mask[0] if previous_mask else None
+        if self.return_sequences:
+            output_mask = [previous_mask] * 2 if self.merge_mode is None else previous_mask
+        else:
+            output_mask = [None, None] if self.merge_mode is None else None
+        if not self.return_state:
+            return output_mask
+        states = [None] * (2 * self.states_per_direction)
+        if isinstance(output_mask, list):
+            return output_mask + states
+        return [output_mask, *states]
 
     def _merge(self, forward, backward):
         name = f"{self.name}/merge"

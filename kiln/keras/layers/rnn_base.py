@@ -1,6 +1,7 @@
 """What SimpleRNN, LSTM and GRU share: Keras 3's RNN arguments, the cell holding the weights,
-the call (sequence, initial_state) and the config. The engine op is ops/recurrent.py: one
-oneDNN RNN primitive over the whole sequence (see docs/recurrent.md for what runs where).
+the call (sequence, initial_state, mask) and the config. The engine op is ops/recurrent.py: one
+oneDNN RNN primitive over the whole sequence, or the fused numba recurrence for masks,
+recurrent dropout and other activations (see docs/recurrent.md for what runs where).
 
 Keras 3 keeps a recurrent layer's weights in its `cell` (paths "<layer>/lstm_cell/kernel");
 so does kiln, so `layer.cell.kernel`, `get_weights()` and saved files agree with Keras.
@@ -10,6 +11,7 @@ import numpy as np
 
 from ...graph.symbolic import apply
 from ...ops.recurrent import RecurrentOp
+from ...ops.recurrent_activations import ACTIVATION_CODES
 from ...ops.recurrent_state import RecurrentStateOp
 from ...ops.sequence_dropout import SequenceDropoutOp
 from .. import constraints, initializers, regularizers
@@ -77,12 +79,10 @@ class _RecurrentLayer(Layer):
         self.zero_output_for_mask = zero_output_for_mask
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
-        for argument, value, supported in (
-                ("recurrent_dropout", self.recurrent_dropout, 0.0),
-                ("time_major", bool(time_major), False)):
-            if value != supported:
-                raise NotImplementedError(f"{self.context}: argument {argument}={value!r} is "
-                                          f"not supported yet; expected {supported!r}")
+        if time_major:
+            raise NotImplementedError(f"{self.context}: argument time_major=True is not "
+                                      "supported yet; expected False")
+        self.supports_masking = True
         context = self.context
         self.kernel_initializer = initializers.get(kernel_initializer, context,
                                                    "kernel_initializer")
@@ -103,15 +103,18 @@ class _RecurrentLayer(Layer):
         self.input_dropout = (SequenceDropoutOp(self.name, self.dropout, seed)
                               if 0 < self.dropout < 1 else None)
 
-    def _activation_name(self, value, argument, supported):
-        """A Keras activation given by name (or as keras.activations' function) that oneDNN's
-        cell computes; anything else is refused, naming the layer and the argument."""
+    def _activation_name(self, value, argument):
+        """A Keras activation given by name (or as keras.activations' function; None is
+        'linear') that the recurrent kernels compute; anything else is refused, naming the
+        layer and the argument."""
+        if value is None:
+            return "linear"
         name = value if isinstance(value, str) else getattr(value, "__name__", None)
-        if name not in supported:
+        if name not in ACTIVATION_CODES:
             raise NotImplementedError(
                 f"{self.context}: argument {argument}={value!r} is not supported yet; "
-                f"expected one of {list(supported)}")
-        return name
+                f"expected one of {sorted(ACTIVATION_CODES)}")
+        return "silu" if name == "swish" else name  # Keras's config spells it so
 
     def nest_in(self, scope, flip_output=False):
         """Make this layer a part of the layer named `scope` (Bidirectional): its weights
@@ -185,9 +188,8 @@ class _RecurrentLayer(Layer):
 
     # -- call ---------------------------------------------------------------------------------
     def call(self, sequences, initial_state=None, mask=None, training=None):
-        if mask is not None:
-            raise NotImplementedError(f"{self.context}: argument mask is not supported yet; "
-                                      "expected None")
+        if isinstance(mask, (list, tuple)):  # the masks of [sequences, *states]: the first
+            mask = mask[0]
         states = [] if initial_state is None else (
             list(initial_state) if isinstance(initial_state, (list, tuple))
             else [initial_state])
@@ -199,18 +201,34 @@ class _RecurrentLayer(Layer):
                              f"{self.units}), got {len(states)}")
         if self.input_dropout is not None:  # one mask per sample and feature, every step
             sequences = apply(self.input_dropout, sequences)
-        output = apply(self.op, [sequences, *states])
+        if mask is None:
+            output = apply(self.op, [sequences, *states])
+        else:  # the fused kernel: a masked step keeps the previous states
+            output = apply(self.op.with_mask(self.zero_output_for_mask),
+                           [sequences, *states, mask])
         if not self.return_state:
             return output
         return [output, *(apply(RecurrentStateOp(f"{self.name}/state_{state}", state,
                                                  self.units), output)
                           for state in self.state_names)]
 
-    def make_op(self, cell):
+    def compute_mask(self, inputs, previous_mask):
+        """As Keras 3's RNN: a returned sequence keeps the input's mask, a last output and
+        the states have none."""
+        if isinstance(previous_mask, (list, tuple)):
+            previous_mask = previous_mask[0] if previous_mask else None
+        output_mask = previous_mask if self.return_sequences else None
+        if self.return_state:
+            return [output_mask, *(None for _ in self.state_names)]
+        return output_mask
+
+    def make_op(self, cell, recurrent_activation="sigmoid"):
         """The engine op: RecurrentOp(name, cell, units, ...) (see ops/recurrent.py)."""
-        return RecurrentOp(self.name, cell, self.units, "tanh", self.use_bias,
+        return RecurrentOp(self.name, cell, self.units, self.activation, self.use_bias,
                            self.return_sequences, self.go_backwards,
-                           weights=f"{self.name}/{self.cell_name}")
+                           weights=f"{self.name}/{self.cell_name}",
+                           recurrent_activation=recurrent_activation,
+                           recurrent_dropout=self.recurrent_dropout, seed=self.seed)
 
     # -- config -------------------------------------------------------------------------------
     def rnn_config(self):

@@ -103,10 +103,16 @@ def fit_more(model, epochs=1):
     model.fit(*data(), batch_size=6, epochs=epochs, shuffle=False, verbose=0)
 
 
+# After more Adam steps the two sides agree to float rounding amplified by Adam's
+# normalisation (m / sqrt(v) of a gradient near zero): seen up to 2.7e-5 when the suite runs in
+# two worker processes, whose summation order differs, so the bound is 1e-4, not ATOL.
+TRAINED_ATOL = 1e-4
+
+
 def assert_weights_close(ours, theirs, what):
     for path, a, b in zip([w.path for w in theirs.weights], ours.get_weights(),
                           theirs.get_weights(), strict=True):
-        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL, err_msg=f"{what}: {path}")
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=TRAINED_ATOL, err_msg=f"{what}: {path}")
 
 
 @pytest.mark.parametrize("suffix", [".keras", ".h5"])
