@@ -1,6 +1,6 @@
 """StackedRNNCells (`keras.layers.StackedRNNCells`)."""
 
-from .base_layer import Layer
+from .base_layer import Layer, unique_name
 
 
 class StackedRNNCells(Layer):
@@ -16,6 +16,8 @@ class StackedRNNCells(Layer):
     """
 
     def __init__(self, cells, **kwargs):
+        if kwargs.get("name") is None:  # Keras's snake case of the class name
+            kwargs["name"] = unique_name("StackedRnnCells")
         super().__init__(**kwargs)
         cells = list(cells)
         for cell in cells:
