@@ -48,9 +48,9 @@ def make_op(kind, options):
                      options.get("activation", "tanh"), True,
                      options.get("return_sequences", False), options.get("go_backwards", False),
                      recurrent_activation=options.get("recurrent_activation", "sigmoid"),
-                     recurrent_dropout=options.get("recurrent_dropout", 0.0), seed=5)
-    if options.get("masked"):
-        op = op.with_mask(options.get("zero_output_for_mask", False))
+                     recurrent_dropout=options.get("recurrent_dropout", 0.0), seed=5,
+                     masked=options.get("masked", False),
+                     zero_output_for_mask=options.get("zero_output_for_mask", False))
     return op
 
 
@@ -165,8 +165,7 @@ def test_the_path_each_case_takes():
     training, inference = (PlanBuilder(store, training=flag) for flag in (True, False))
     plain = RecurrentOp("r", LSTM, 3)
     assert not plain.uses_fused_kernel(training)
-    assert plain.with_mask().uses_fused_kernel(inference)
-    assert not plain.uses_fused_kernel(training)  # with_mask made a copy
+    assert RecurrentOp("r", LSTM, 3, masked=True).uses_fused_kernel(inference)
     dropout = RecurrentOp("r", LSTM, 3, recurrent_dropout=0.2)
     assert dropout.uses_fused_kernel(training) and not dropout.uses_fused_kernel(inference)
     assert RecurrentOp("r", LSTM, 3, activation="relu").uses_fused_kernel(inference)
