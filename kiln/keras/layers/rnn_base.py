@@ -41,7 +41,8 @@ class _RecurrentLayer(Layer):
         if isinstance(cell, (list, tuple)):
             cell = StackedRNNCells(cell)
         self.cell = cell
-        self.cells = self._built_in_cells(cell)
+        # the cells in order, not tracked again: they are the cell's (or the stack's)
+        self.__dict__["cells"] = self._built_in_cells(cell)
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
