@@ -185,7 +185,8 @@ class _RecurrentLayer(Layer):
         if len(finals) == 1:
             return [output, *finals[0]]
         # Keras returns a stack's states per cell: [h, c] for an LSTMCell, h for the others
-        return [output, *(states if len(states) > 1 else states[0] for states in finals)]
+        return [output, *(cell_states if len(cell_states) > 1 else cell_states[0]
+                          for cell_states in finals)]
 
     def _states_per_cell(self, states):
         """The initial states as a list per cell: Keras's structure (one entry per cell of a
