@@ -41,7 +41,8 @@ class _RecurrentLayer(Layer):
         if isinstance(cell, (list, tuple)):
             cell = StackedRNNCells(cell)
         self.cell = cell
-        self.cells = self._built_in_cells(cell)
+        # the cells in order, not tracked again: they are the cell's (or the stack's)
+        self.__dict__["cells"] = self._built_in_cells(cell)
         self.return_sequences = bool(return_sequences)
         self.return_state = bool(return_state)
         self.go_backwards = bool(go_backwards)
@@ -187,7 +188,8 @@ class _RecurrentLayer(Layer):
         if len(finals) == 1:
             return [output, *finals[0]]
         # Keras returns a stack's states per cell: [h, c] for an LSTMCell, h for the others
-        return [output, *(states if len(states) > 1 else states[0] for states in finals)]
+        return [output, *(cell_states if len(cell_states) > 1 else cell_states[0]
+                          for cell_states in finals)]
 
     def _masked_op(self, op, cell):
         """`op` reading a mask as its last input: made anew from the cell's arguments, with
