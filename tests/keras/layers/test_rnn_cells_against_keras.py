@@ -72,11 +72,11 @@ def test_a_single_cell_rnn_is_the_layer():
     """RNN(LSTMCell(...)) and LSTM(...) compute the same from the same weights."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(3, T, C)).astype(np.float32)
-    outputs = []
+    outputs, weights = [], None
     for make in (lambda L: L.RNN(L.LSTMCell(4), go_backwards=True, return_sequences=True),
                  lambda L: L.LSTM(4, go_backwards=True, return_sequences=True)):
         model = kk.models.Sequential([kk.Input((T, C)), make(kk.layers)])
-        if outputs:
+        if weights is not None:  # the second model takes the first one's weights
             model.set_weights(weights)
         weights = model.get_weights()
         outputs.append(model.predict(x, verbose=0))
