@@ -22,9 +22,9 @@ in processing order, so a returned sequence (and its gradient) is reversed in ti
 The primitives run in f32: under a bf16 plan the op converts its input and output at its
 edges (a native bf16 RNN needs avx512_bf16 / AMX, see docs/recurrent.md).
 
-What the primitives cannot express (a Keras mask: an op made with `masked=True` reads it as its last input;
-recurrent dropout in training; activations the cells lack) the same op plans on the fused
-numba recurrence instead (recurrent_fused.py): `uses_fused_kernel` chooses per plan.
+What the primitives cannot express (a Keras mask: an op made with `masked=True` reads it as
+its last input; recurrent dropout in training; activations the cells lack) the same op plans
+on the fused numba recurrence instead (recurrent_fused.py): `uses_fused_kernel` chooses per plan.
 """
 
 from dataclasses import dataclass
