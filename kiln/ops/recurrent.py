@@ -21,9 +21,12 @@ in processing order, so a returned sequence (and its gradient) is reversed in ti
 
 The primitives run in f32: under a bf16 plan the op converts its input and output at its
 edges (a native bf16 RNN needs avx512_bf16 / AMX, see docs/recurrent.md).
+
+What the primitives cannot express (a Keras mask: an op made with `masked=True` reads it as
+its last input; recurrent dropout in training; activations the cells lack) the same op plans
+on the fused numba recurrence instead (recurrent_fused.py): `uses_fused_kernel` chooses per plan.
 """
 
-import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,7 +132,8 @@ class RecurrentOp(Op):
 
     def __init__(self, name, cell, units, activation="tanh", use_bias=True,
                  return_sequences=False, go_backwards=False, weights=None, flip_output=False,
-                 recurrent_activation="sigmoid", recurrent_dropout=0.0, seed=None):
+                 recurrent_activation="sigmoid", recurrent_dropout=0.0, seed=None,
+                 masked=False, zero_output_for_mask=False):
         self.name = name
         self.cell = cell
         self.units = int(units)
@@ -143,9 +147,11 @@ class RecurrentOp(Op):
         self.recurrent_dropout = float(recurrent_dropout)
         seed = np.random.randint(0, 2**62) if seed is None else seed
         self.dropout_counter = np.array([int(seed) % 2**64, 0], dtype=np.uint64)
-        # with_mask(): an (N, T) mask is the last input (recurrent_fused.py)
-        self.masked = False
-        self.zero_output_for_mask = False
+        # masked: an (N, T) mask is the last input (recurrent_fused.py): a masked step keeps
+        # the previous states; its output is the previous one, or zeros with
+        # zero_output_for_mask (Keras 3's rnn)
+        self.masked = bool(masked)
+        self.zero_output_for_mask = bool(zero_output_for_mask)
         # stateful: {'h', 'c'} -> (N, units) arrays the layer keeps between batches
         self.kept_states = None
         for argument, value in (("activation", activation),
@@ -153,14 +159,6 @@ class RecurrentOp(Op):
             if value not in ACTIVATION_CODES:
                 raise ValueError(f"RNN '{name}': argument {argument} must be one of "
                                  f"{sorted(ACTIVATION_CODES)}, got {value!r}")
-
-    def with_mask(self, zero_output_for_mask=False):
-        """This op reading an (N, T) mask as its last input (the same weights and kept
-        states): a masked step keeps the previous states; its output is the previous one,
-        or zeros with `zero_output_for_mask` (Keras 3's rnn)."""
-        masked = copy.copy(self)
-        masked.masked, masked.zero_output_for_mask = True, bool(zero_output_for_mask)
-        return masked
 
     @property
     def native_activations(self):

@@ -27,7 +27,7 @@ def _sigmoid(z):
     return e / (np.float32(1.0) + e)
 
 
-@njit(inline="always", **SERIAL)
+@njit(**SERIAL)
 def activate(code, z):
     """Keras's activation number `code` of z."""
     one, zero = np.float32(1.0), np.float32(0.0)
@@ -56,7 +56,7 @@ def activate(code, z):
     return min(max(z, zero), np.float32(6.0))  # 11: relu6
 
 
-@njit(inline="always", **SERIAL)
+@njit(**SERIAL)
 def derivative(code, z):
     """d activate(code, z) / dz (0 at the kinks, as JAX's)."""
     one, zero = np.float32(1.0), np.float32(0.0)

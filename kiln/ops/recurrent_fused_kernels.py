@@ -186,7 +186,6 @@ def recurrent_backward(x, kernel, recurrent, mask, drop, dy, dh_last, dc_last, d
                 continue
             z = pre[row * width:(row + 1) * width]
             d = drop[b * width:(b + 1) * width]
-            h_in = rec_in[row * width:(row + 1) * width]
             for k in range(units):
                 dh_prev[k] = 0.0
             if cell == VANILLA:

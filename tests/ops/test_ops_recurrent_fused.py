@@ -8,8 +8,18 @@ Also the dropout statistics and the choice of path."""
 import numpy as np
 import pytest
 from recurrent_reference import recurrent_reference
-from test_ops_recurrent import (C, N, UNITS, RecurrentHarness, T, cell_of, keras_weights,
-                                numeric_gradient)
+from test_ops_recurrent import (
+    UNITS,
+    C,
+    RecurrentHarness,
+    T,
+    cell_of,
+    keras_weights,
+    numeric_gradient,
+)
+from test_ops_recurrent import (
+    test_bf16_plan_runs_the_primitive_in_f32_between_conversions as primitive_bf16_check,
+)
 
 from kiln.ops.recurrent import LSTM, VANILLA_RNN, RecurrentOp
 from kiln.plan.builder import PlanBuilder
@@ -48,9 +58,9 @@ def make_op(kind, options):
                      options.get("activation", "tanh"), True,
                      options.get("return_sequences", False), options.get("go_backwards", False),
                      recurrent_activation=options.get("recurrent_activation", "sigmoid"),
-                     recurrent_dropout=options.get("recurrent_dropout", 0.0), seed=5)
-    if options.get("masked"):
-        op = op.with_mask(options.get("zero_output_for_mask", False))
+                     recurrent_dropout=options.get("recurrent_dropout", 0.0), seed=5,
+                     masked=options.get("masked", False),
+                     zero_output_for_mask=options.get("zero_output_for_mask", False))
     return op
 
 
@@ -136,6 +146,31 @@ def test_a_fully_masked_row_keeps_its_initial_state_and_gets_its_whole_gradient(
     np.testing.assert_allclose(grads[2][3], dys[2][3], rtol=1e-5)
 
 
+def test_stateful_kept_states_carry_over_on_the_fused_path():
+    """A stateful masked LSTM: each batch starts from the previous batch's final states."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 1, (4, T, C)).astype(np.float32)
+    weights = keras_weights("lstm", rng)
+    op = make_op("lstm", {"masked": True, "return_sequences": True})
+    op.kept_states = {state: np.zeros((4, UNITS), np.float32) for state in ("h", "c")}
+    harness = RecurrentHarness(op, x, weights, [MASK], need=[True, False])
+    as64 = [w.astype(np.float64) for w in weights]
+    states = None
+    for _ in range(2):
+        (output,), _, _ = harness.run([np.zeros((4, T, UNITS))])
+        expected, states = recurrent_reference("lstm", x.astype(np.float64), as64, UNITS,
+                                               states, return_sequences=True, mask=MASK)
+        np.testing.assert_allclose(output, expected, rtol=1e-4, atol=1e-5)
+        for kept, state in zip(op.kept_states.values(), states, strict=True):
+            np.testing.assert_allclose(kept, state, rtol=1e-4, atol=1e-5)
+
+
+def test_bf16_plan_converts_at_the_edges_of_the_fused_kernel(monkeypatch):
+    """The primitive path's bf16 check, run on the fused kernel."""
+    monkeypatch.setattr(RecurrentOp, "uses_fused_kernel", lambda self, builder: True)
+    primitive_bf16_check()
+
+
 @pytest.mark.parametrize("kind", ["lstm", "simple_rnn"])
 def test_recurrent_dropout_statistics(kind):
     """One mask per sample, gate and unit, drawn anew each step: about `rate` of it zero,
@@ -165,8 +200,7 @@ def test_the_path_each_case_takes():
     training, inference = (PlanBuilder(store, training=flag) for flag in (True, False))
     plain = RecurrentOp("r", LSTM, 3)
     assert not plain.uses_fused_kernel(training)
-    assert plain.with_mask().uses_fused_kernel(inference)
-    assert not plain.uses_fused_kernel(training)  # with_mask made a copy
+    assert RecurrentOp("r", LSTM, 3, masked=True).uses_fused_kernel(inference)
     dropout = RecurrentOp("r", LSTM, 3, recurrent_dropout=0.2)
     assert dropout.uses_fused_kernel(training) and not dropout.uses_fused_kernel(inference)
     assert RecurrentOp("r", LSTM, 3, activation="relu").uses_fused_kernel(inference)

@@ -16,7 +16,7 @@ from ...ops.bidirectional_recurrent import BidirectionalRecurrentOp
 from ...ops.concatenate import ConcatenateOp
 from ...ops.merge import AddOp, AverageOp, MultiplyOp
 from .base_layer import Layer
-from .rnn_base import _RecurrentLayer
+from .rnn import RNN
 
 MERGE_MODES = ("sum", "mul", "ave", "concat", None)
 # both directions in one oneDNN primitive where it can (tests turn it off to compare)
@@ -24,7 +24,7 @@ ONE_PRIMITIVE = True
 
 
 class Bidirectional(Layer):
-    """Args: layer (a SimpleRNN, LSTM or GRU), merge_mode ('concat', 'sum', 'mul', 'ave' or
+    """Args: layer (an RNN, SimpleRNN, LSTM or GRU), merge_mode ('concat', 'sum', 'mul', 'ave' or
     None: the two outputs as a list), weights (the forward layer's arrays, then the backward
     layer's), backward_layer (a layer to read the sequence backwards instead of a copy of
     `layer`: the same return_sequences, return_state and stateful, the other go_backwards).
@@ -41,9 +41,9 @@ class Bidirectional(Layer):
                  **kwargs):
         super().__init__(**kwargs)
         for argument, value in (("layer", layer), ("backward_layer", backward_layer)):
-            if value is not None and not isinstance(value, _RecurrentLayer):
-                raise ValueError(f"{self.context}: argument {argument} must be a SimpleRNN, "
-                                 f"LSTM or GRU layer, got {value!r}")
+            if value is not None and not isinstance(value, RNN):
+                raise ValueError(f"{self.context}: argument {argument} must be an RNN, "
+                                 f"SimpleRNN, LSTM or GRU layer, got {value!r}")
         if merge_mode not in MERGE_MODES:
             raise ValueError(f"{self.context}: argument merge_mode must be one of "
                              f"{list(MERGE_MODES)}, got {merge_mode!r}")
@@ -127,6 +127,8 @@ class Bidirectional(Layer):
         """Whether oneDNN's bidirectional directions compute this: 'concat' or 'sum' of two
         layers that differ only in direction, without states returned."""
         forward, backward = self.forward_layer.op, self.backward_layer.op
+        if forward is None or backward is None:  # stacked cells: one op per cell
+            return False
         return (ONE_PRIMITIVE and self.merge_mode in ("concat", "sum") and not self.stateful
                 and not self.return_state and not forward.go_backwards
                 and self.forward_layer.input_dropout is None

@@ -1,137 +1,114 @@
-"""What SimpleRNN, LSTM and GRU share: Keras 3's RNN arguments, the cell holding the weights,
-the call (sequence, initial_state, mask) and the config. The engine op is ops/recurrent.py: one
-oneDNN RNN primitive over the whole sequence, or the fused numba recurrence for masks,
-recurrent dropout and other activations (see docs/recurrent.md for what runs where).
+"""What RNN, SimpleRNN, LSTM and GRU share: Keras 3's RNN arguments, the call (sequence,
+initial_state) and the mapping of the cells onto the engine op, ops/recurrent.py: one oneDNN
+RNN primitive over the whole sequence per cell (see docs/recurrent.md for what runs where).
 
-Keras 3 keeps a recurrent layer's weights in its `cell` (paths "<layer>/lstm_cell/kernel");
-so does kiln, so `layer.cell.kernel`, `get_weights()` and saved files agree with Keras.
+As in Keras 3, the layer's weights live in its cell ("<layer>/lstm_cell/kernel"), and LSTM is
+an RNN over an LSTMCell, so `RNN(LSTMCell(8))` and `LSTM(8)` are one implementation. A
+StackedRNNCells is one op per cell, chained: every inner op returns its whole sequence, which
+the next one reads; this computes what Keras's step-by-step stack computes, since the cells of
+a step only read the previous cell's output of that same step. Under go_backwards every op
+runs right to left and the inner ones keep their output aligned with the input (no reversal),
+so only the last one puts its sequence in Keras's processing order.
 """
 
 import numpy as np
 
 from ...graph.symbolic import apply
-from ...ops.recurrent import RecurrentOp
-from ...ops.recurrent_activations import ACTIVATION_CODES
 from ...ops.recurrent_state import RecurrentStateOp
-from ...ops.sequence_dropout import SequenceDropoutOp
-from .. import constraints, initializers, regularizers
-from .base_layer import Layer, is_integer
+from .base_layer import Layer
+from .recurrent_cell import _RecurrentCell
+from .stacked_rnn_cells import StackedRNNCells
 
-__all__ = []  # base classes: the layers are simple_rnn.py, lstm.py, gru.py
+__all__ = []  # a base class: the layers are rnn.py, simple_rnn.py, lstm.py, gru.py
 
-
-class _RecurrentCell(Layer):
-    """The weights of a recurrent layer, as Keras's SimpleRNNCell / LSTMCell / GRUCell hold
-    them (kiln computes the whole sequence in the layer's op, never cell by cell)."""
-
-    def __init__(self, layer, name, class_name):
-        self._layer_name = layer.name  # before Layer.__init__: context reads it
-        self._class_name = class_name
-        super().__init__(name=name)
-        self.units = layer.units
-
-    @property
-    def weight_prefix(self):
-        return f"{self._layer_name}/{self.name}"
-
-    @property
-    def context(self):
-        return f"{self._class_name} '{self._layer_name}/{self.name}'"
+BUILT_IN_CELLS = "SimpleRNNCell, LSTMCell, GRUCell or a StackedRNNCells of them"
 
 
 class _RecurrentLayer(Layer):
-    """Base of SimpleRNN, LSTM and GRU.
+    """The RNN machinery over `cell` (a built-in cell or a StackedRNNCells of them)."""
 
-    Subclasses set `cell_name`, `gates` and implement `make_op()`; `build()` creates the
-    kernel (input_dim, gates * units), recurrent_kernel (units, gates * units) and bias.
-    """
-
-    cell_name = "cell"
-    gates = 1
-    state_names = ("h",)
-
-    def __init__(self, units, activation="tanh", use_bias=True,
-                 kernel_initializer="glorot_uniform", recurrent_initializer="orthogonal",
-                 bias_initializer="zeros", kernel_regularizer=None, recurrent_regularizer=None,
-                 bias_regularizer=None, kernel_constraint=None, recurrent_constraint=None,
-                 bias_constraint=None, dropout=0.0, recurrent_dropout=0.0,
-                 return_sequences=False, return_state=False, go_backwards=False,
-                 stateful=False, unroll=False, seed=None, **kwargs):
-        # kernel choices (Keras 2's implementation, Keras 3's use_cudnn): one primitive here
-        kwargs.pop("implementation", None)
-        kwargs.pop("use_cudnn", None)
+    def __init__(self, cell, return_sequences=False, return_state=False, go_backwards=False,
+                 stateful=False, unroll=False, zero_output_for_mask=False, **kwargs):
+        kwargs.pop("use_cudnn", None)  # Keras 3's kernel choice: one primitive here
         time_major = kwargs.pop("time_major", False)
-        zero_output_for_mask = kwargs.pop("zero_output_for_mask", False)
         input_length = kwargs.pop("input_length", None)  # Keras 2: with input_dim
         if input_length is not None and "input_dim" in kwargs:
             kwargs["input_shape"] = (input_length, kwargs.pop("input_dim"))
         super().__init__(**kwargs)
-        if not is_integer(units) or units <= 0:
-            raise ValueError(f"{self.context}: argument units must be a positive int, "
-                             f"got {units!r}")
-        self.units = int(units)
-        self.activation = activation
-        self.use_bias = bool(use_bias)
-        self.return_sequences = bool(return_sequences)
-        self.return_state = bool(return_state)
-        self.go_backwards = bool(go_backwards)
-        self.stateful, self.unroll, self.seed = bool(stateful), bool(unroll), seed
-        self.zero_output_for_mask = zero_output_for_mask
-        self.dropout = min(1.0, max(0.0, float(dropout)))
-        self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         if time_major:
             raise NotImplementedError(f"{self.context}: argument time_major=True is not "
                                       "supported yet; expected False")
+        if isinstance(cell, (list, tuple)):
+            cell = StackedRNNCells(cell)
+        self.cell = cell
+        # the cells in order, not tracked again: they are the cell's (or the stack's)
+        self.__dict__["cells"] = self._built_in_cells(cell)
+        self.return_sequences = bool(return_sequences)
+        self.return_state = bool(return_state)
+        self.go_backwards = bool(go_backwards)
+        self.stateful, self.unroll = bool(stateful), bool(unroll)
+        self.zero_output_for_mask = zero_output_for_mask
         self.supports_masking = True
-        context = self.context
-        self.kernel_initializer = initializers.get(kernel_initializer, context,
-                                                   "kernel_initializer")
-        self.recurrent_initializer = initializers.get(recurrent_initializer, context,
-                                                      "recurrent_initializer")
-        self.bias_initializer = initializers.get(bias_initializer, context, "bias_initializer")
-        self.kernel_regularizer = regularizers.get(kernel_regularizer, context,
-                                                   "kernel_regularizer")
-        self.recurrent_regularizer = regularizers.get(recurrent_regularizer, context,
-                                                      "recurrent_regularizer")
-        self.bias_regularizer = regularizers.get(bias_regularizer, context, "bias_regularizer")
-        self.kernel_constraint = constraints.get(kernel_constraint, context,
-                                                 "kernel_constraint")
-        self.recurrent_constraint = constraints.get(recurrent_constraint, context,
-                                                    "recurrent_constraint")
-        self.bias_constraint = constraints.get(bias_constraint, context, "bias_constraint")
-        self.cell = _RecurrentCell(self, self.cell_name, f"{type(self).__name__}Cell")
-        self.input_dropout = (SequenceDropoutOp(self.name, self.dropout, seed)
-                              if 0 < self.dropout < 1 else None)
+        self.nest_in(None)
 
-    def _activation_name(self, value, argument):
-        """A Keras activation given by name (or as keras.activations' function; None is
-        'linear') that the recurrent kernels compute; anything else is refused, naming the
-        layer and the argument."""
-        if value is None:
-            return "linear"
-        name = value if isinstance(value, str) else getattr(value, "__name__", None)
-        if name not in ACTIVATION_CODES:
-            raise NotImplementedError(
-                f"{self.context}: argument {argument}={value!r} is not supported yet; "
-                f"expected one of {sorted(ACTIVATION_CODES)}")
-        return "silu" if name == "swish" else name  # Keras's config spells it so
+    def _built_in_cells(self, cell):
+        """The cells, in order; a custom cell is refused (kiln never loops over steps)."""
+        for attribute in ("call", "state_size"):
+            if not hasattr(cell, attribute):
+                raise ValueError(f"{self.context}: argument cell must have a `{attribute}` "
+                                 f"attribute, got {cell!r}")
+        cells = list(cell.cells) if isinstance(cell, StackedRNNCells) else [cell]
+        for one in cells:
+            if not isinstance(one, _RecurrentCell):
+                raise NotImplementedError(
+                    f"{self.context}: the cell {type(one).__name__} "
+                    f"'{getattr(one, 'name', one)}' is a custom cell; only the built-in "
+                    f"cells are supported ({BUILT_IN_CELLS}): kiln computes a whole "
+                    "sequence in one engine op and never loops over the steps in Python")
+        return cells
+
+    # -- the engine ops -----------------------------------------------------------------------
+    @property
+    def stacked(self):
+        return isinstance(self.cell, StackedRNNCells)
 
     def nest_in(self, scope, flip_output=False):
-        """Make this layer a part of the layer named `scope` (Bidirectional): its weights
-        become "<scope>/<name>/<cell>/kernel", as Keras 3 names them, and with `flip_output`
-        a returned sequence comes in the other time order."""
-        path = f"{scope}/{self.name}"
-        self.cell._layer_name = path
-        self.op.name, self.op.weights = path, f"{path}/{self.cell_name}"
-        self.op.flip_output = bool(flip_output)
+        """(Re)make the ops, the layer being a part of the layer named `scope` (Bidirectional:
+        its weights become "<scope>/<name>/<cell>/kernel", as Keras 3 names them), or of none.
+        With `flip_output` a returned sequence comes in the other time order."""
+        path = self.name if scope is None else f"{scope}/{self.name}"
+        self.cell.nest_in(path)
+        last = len(self.cells) - 1
+        self.ops, self.input_dropouts = [], []
+        for index, cell in enumerate(self.cells):
+            name = f"{path}/{cell.name}" if self.stacked else path
+            op = cell.make_op(name, self.return_sequences or index < last, self.go_backwards)
+            # an inner op of a stack hands its output on in input order (see the module doc)
+            op.flip_output = self.go_backwards if index < last else bool(flip_output)
+            self.ops.append(op)
+            self.input_dropouts.append(cell.make_input_dropout(name))
+        if self.stateful and self.built:
+            self._keep_states(self._batch)
+
+    @property
+    def op(self):
+        """The engine op of a single cell (Bidirectional fuses two of them)."""
+        return self.ops[0] if len(self.ops) == 1 else None
+
+    @property
+    def input_dropout(self):
+        return self.input_dropouts[0]
+
+    @property
+    def units(self):
+        return self.cell.output_size
+
+    @property
+    def state_names(self):
+        """The states, flattened over the cells: ('h', 'c') for an LSTM."""
+        return tuple(state for cell in self.cells for state in cell.state_names)
 
     # -- weights ------------------------------------------------------------------------------
-    def bias_shape(self):
-        return (self.gates * self.units,)
-
-    def bias_initial_value(self, shape):
-        return self.bias_initializer(shape)
-
     def build(self, input_shape):
         if input_shape and isinstance(input_shape[0], (tuple, list)):
             input_shape = input_shape[0]  # Keras 2's [sequences, *initial states]
@@ -141,21 +118,16 @@ class _RecurrentLayer(Layer):
         if input_shape[-1] is None:
             raise ValueError(f"{self.context}: the last dimension of the input (features) "
                              "must be known")
-        channels, width = int(input_shape[-1]), self.gates * self.units
-        dims = self.op.parameter_dims([(1, 1, channels)])
-        cell = self.cell
-        cell.kernel = cell.add_weight("kernel", (channels, width), self.kernel_initializer,
-                                      *dims["kernel"], regularizer=self.kernel_regularizer,
-                                      constraint=self.kernel_constraint)
-        cell.recurrent_kernel = cell.add_weight(
-            "recurrent_kernel", (self.units, width), self.recurrent_initializer,
-            *dims["recurrent_kernel"], regularizer=self.recurrent_regularizer,
-            constraint=self.recurrent_constraint)
-        if self.use_bias:
-            cell.bias = cell.add_weight("bias", self.bias_shape(), self.bias_initial_value,
-                                        *dims["bias"], regularizer=self.bias_regularizer,
-                                        constraint=self.bias_constraint)
-        cell.built = True
+        features = int(input_shape[-1])
+        for cell in self.cells:
+            if not cell.built:
+                cell.build((input_shape[0], features))
+            if int(cell.kernel.shape[0]) != features:
+                raise ValueError(f"{self.context}: the cell {cell.name} was built for "
+                                 f"{cell.kernel.shape[0]} input features, got {features}")
+            features = cell.units
+        self.cell.built = True
+        self._batch = input_shape[0]
         if self.stateful:
             self._keep_states(input_shape[0])
 
@@ -167,24 +139,26 @@ class _RecurrentLayer(Layer):
                              "size must be static. Found dynamic batch size: give the model "
                              "a fixed batch size (Input(batch_size=...), batch_shape or "
                              "batch_input_shape)")
-        self.op.kept_states = {state: np.zeros((int(batch), self.units), np.float32)
-                               for state in self.state_names}
+        for op, cell in zip(self.ops, self.cells, strict=True):
+            op.kept_states = {state: np.zeros((int(batch), cell.units), np.float32)
+                              for state in cell.state_names}
 
     def reset_state(self):
         """Zero the kept states of a stateful layer (Keras 3's spelling)."""
-        if not self.stateful or self.op.kept_states is None:
-            return
-        for kept in self.op.kept_states.values():
-            kept.fill(0.0)
+        for op in self.ops:
+            for kept in (op.kept_states or {}).values():
+                kept.fill(0.0)
 
     def reset_states(self):
         self.reset_state()
 
     @property
     def states(self):
-        """A stateful layer's kept states (arrays), else None."""
-        kept = self.op.kept_states
-        return None if kept is None else [kept[state] for state in self.state_names]
+        """A stateful layer's kept states (arrays, flattened over the cells), else None."""
+        if self.ops[0].kept_states is None:
+            return None
+        return [op.kept_states[state] for op, cell in zip(self.ops, self.cells, strict=True)
+                for state in cell.state_names]
 
     # -- call ---------------------------------------------------------------------------------
     def call(self, sequences, initial_state=None, mask=None, training=None):
@@ -195,22 +169,35 @@ class _RecurrentLayer(Layer):
             else [initial_state])
         if isinstance(sequences, (list, tuple)):  # Keras 2: [sequences, *initial states]
             sequences, states = sequences[0], [*sequences[1:], *states]
-        if states and len(states) != len(self.state_names):
-            raise ValueError(f"{self.context}: argument initial_state must hold "
-                             f"{len(self.state_names)} tensor(s) of shape (batch, "
-                             f"{self.units}), got {len(states)}")
-        if self.input_dropout is not None:  # one mask per sample and feature, every step
-            sequences = apply(self.input_dropout, sequences)
-        if mask is None:
-            output = apply(self.op, [sequences, *states])
-        else:  # the fused kernel: a masked step keeps the previous states
-            output = apply(self.op.with_mask(self.zero_output_for_mask),
-                           [sequences, *states, mask])
+        per_cell = self._states_per_cell(states)
+        output, finals = sequences, []
+        for op, dropout, cell, initial in zip(self.ops, self.input_dropouts, self.cells,
+                                              per_cell, strict=True):
+            if dropout is not None:  # one mask per sample and feature, every step
+                output = apply(dropout, output)
+            if mask is None:
+                output = apply(op, [output, *initial])
+            else:  # the fused recurrence: a masked step keeps the previous states
+                output = apply(self._masked_op(op, cell), [output, *initial, mask])
+            if self.return_state:
+                finals.append([apply(RecurrentStateOp(f"{op.name}/state_{state}", state,
+                                                      cell.units), output)
+                               for state in cell.state_names])
         if not self.return_state:
             return output
-        return [output, *(apply(RecurrentStateOp(f"{self.name}/state_{state}", state,
-                                                 self.units), output)
-                          for state in self.state_names)]
+        if len(finals) == 1:
+            return [output, *finals[0]]
+        # Keras returns a stack's states per cell: [h, c] for an LSTMCell, h for the others
+        return [output, *(cell_states if len(cell_states) > 1 else cell_states[0]
+                          for cell_states in finals)]
+
+    def _masked_op(self, op, cell):
+        """`op` reading a mask as its last input: made anew from the cell's arguments, with
+        op's name (so its weights), direction and kept states."""
+        masked = cell.make_op(op.name, op.return_sequences, op.go_backwards, masked=True,
+                              zero_output_for_mask=self.zero_output_for_mask)
+        masked.flip_output, masked.kept_states = op.flip_output, op.kept_states
+        return masked
 
     def compute_mask(self, inputs, previous_mask):
         """As Keras 3's RNN: a returned sequence keeps the input's mask, a last output and
@@ -222,38 +209,34 @@ class _RecurrentLayer(Layer):
             return [output_mask, *(None for _ in self.state_names)]
         return output_mask
 
-    def make_op(self, cell, recurrent_activation="sigmoid"):
-        """The engine op: RecurrentOp(name, cell, units, ...) (see ops/recurrent.py)."""
-        return RecurrentOp(self.name, cell, self.units, self.activation, self.use_bias,
-                           self.return_sequences, self.go_backwards,
-                           weights=f"{self.name}/{self.cell_name}",
-                           recurrent_activation=recurrent_activation,
-                           recurrent_dropout=self.recurrent_dropout, seed=self.seed)
+    def _states_per_cell(self, states):
+        """The initial states as a list per cell: Keras's structure (one entry per cell of a
+        stack: [h, c] or h) or all of them in order."""
+        counts = [len(cell.state_names) for cell in self.cells]
+        if not states:
+            return [[] for _ in counts]
+        grouped = None
+        if self.stacked and len(states) == len(counts):
+            grouped = [list(s) if isinstance(s, (list, tuple)) else [s] for s in states]
+        if grouped is None or [len(g) for g in grouped] != counts:
+            flat = [t for s in states for t in (s if isinstance(s, (list, tuple)) else [s])]
+            grouped, start = [], 0
+            for count in counts:
+                grouped.append(flat[start:start + count])
+                start += count
+            if start != len(flat):
+                grouped = None
+        if grouped is None or [len(g) for g in grouped] != counts:
+            expected = " and ".join(f"{count} tensor(s) of shape (batch, {cell.units})"
+                                    for count, cell in zip(counts, self.cells, strict=True))
+            raise ValueError(f"{self.context}: argument initial_state must hold {expected}"
+                             f"{' (a list per cell)' if self.stacked else ''}, got "
+                             f"{len(states)} entries")
+        return grouped
 
     # -- config -------------------------------------------------------------------------------
     def rnn_config(self):
         """The keys every Keras 3 RNN layer writes, in its order."""
         return {"return_sequences": self.return_sequences, "return_state": self.return_state,
                 "go_backwards": self.go_backwards, "stateful": self.stateful,
-                "unroll": self.unroll, "zero_output_for_mask": self.zero_output_for_mask,
-                "units": self.units}
-
-    def weights_config(self):
-        """Initializers, regularizers and constraints of the three weights (Keras's keys)."""
-        config = {"kernel_initializer": initializers.serialize(self.kernel_initializer),
-                  "recurrent_initializer": initializers.serialize(self.recurrent_initializer),
-                  "bias_initializer": initializers.serialize(self.bias_initializer)}
-        regularizer_keys = ("kernel_regularizer", "recurrent_regularizer", "bias_regularizer")
-        constraint_keys = ("kernel_constraint", "recurrent_constraint", "bias_constraint")
-        penalties = {key: None if getattr(self, key) is None
-                     else regularizers.serialize(getattr(self, key))
-                     for key in regularizer_keys}
-        penalties["activity_regularizer"] = None if self.activity_regularizer is None \
-            else regularizers.serialize(self.activity_regularizer)
-        penalties.update({key: None if getattr(self, key) is None
-                          else constraints.serialize(getattr(self, key))
-                          for key in constraint_keys})
-        return {**config, **penalties}
-
-    def get_config(self):
-        return {**super().get_config(), **self.rnn_config()}
+                "unroll": self.unroll, "zero_output_for_mask": self.zero_output_for_mask}

@@ -32,6 +32,8 @@ EXPORTED += [
 ]
 # wrappers
 EXPORTED += ["TimeDistributed"]
+# the RNN wrapper and its cells
+EXPORTED += ["RNN", "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
 
