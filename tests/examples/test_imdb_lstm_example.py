@@ -2,18 +2,13 @@
 `epochs=15,` -> `epochs=2,`, on a small learnable imdb.npz written in Keras's format into a
 temporary Keras cache (300 training and 100 test reviews; see keras2_scripts.write_imdb): the
 script reads the cache exactly as it reads the real imdb.npz Keras downloads.
-
-Skipped while LSTM(recurrent_dropout=...) is not implemented (the script uses
-LSTM(128, dropout=0.2, recurrent_dropout=0.2)); it runs once that lands.
 """
 
 import ast
 import math
 from pathlib import Path
 
-import pytest
 from keras2_scripts import epoch_logs, printed_number, write_imdb
-from test_keras2_imdb_scripts import recurrent_dropout_missing
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "imdb_lstm.py"
 
@@ -32,8 +27,6 @@ def test_example_imports_only_kiln():
                        "kiln.keras.layers", "kiln.keras.layers", "kiln.keras.datasets"]
 
 
-@pytest.mark.skipif(recurrent_dropout_missing(),
-                    reason="LSTM(recurrent_dropout=...) is not implemented yet")
 def test_imdb_lstm_example_learns(keras2_cache, capsys):
     write_imdb(keras2_cache, 300, 100)
     namespace = {"__name__": "__main__", "__file__": str(EXAMPLE)}

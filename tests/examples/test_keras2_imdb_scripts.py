@@ -19,17 +19,7 @@ import math
 import pytest
 from keras2_scripts import epoch_logs, printed_number, run_script, write_imdb
 
-from kiln.keras.layers import LSTM
-
 TRAIN, TEST = 200, 100
-
-
-def recurrent_dropout_missing():
-    try:
-        LSTM(2, recurrent_dropout=0.1)
-    except NotImplementedError:
-        return True
-    return False
 
 
 def run_imdb_script(name, cache, capsys, rewrites=(), maxlen=None, train=TRAIN, test=TEST):
@@ -85,9 +75,6 @@ def test_imdb_bidirectional_lstm(keras2_cache, capsys):
     assert_learned(epoch_logs(out), epochs=2)
 
 
-@pytest.mark.skipif(recurrent_dropout_missing(),
-                    reason="LSTM(recurrent_dropout=...) is not implemented yet (imdb_lstm.py "
-                           "uses LSTM(128, dropout=0.2, recurrent_dropout=0.2))")
 def test_imdb_lstm(keras2_cache, capsys):
     _, out = run_imdb_script("imdb_lstm", keras2_cache, capsys,
                              rewrites=[("          epochs=15,", "          epochs=2,")],
