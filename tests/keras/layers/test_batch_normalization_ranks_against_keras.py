@@ -1,5 +1,6 @@
-"""BatchNormalization on inputs of rank 3 and 5, channel axis -1 and 1, against real Keras 3
-(ranks 2 and 4: test_conv_family_against_keras.py, test_keras_oracle_models.py).
+"""BatchNormalization on inputs of rank 3 and 5, channel axis -1 and 1 (and PReLU on rank 5),
+against real Keras 3 (ranks 2 and 4: test_conv_family_against_keras.py and
+test_keras_oracle_models.py).
 
 Keras normalizes over every axis but the channel axis whatever the rank; kiln runs each rank on
 oneDNN's batch normalization (rank 3 and 5 through a 4D view of the same bytes,
@@ -56,6 +57,18 @@ def _model(K, shape, body):
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_batch_normalization_against_keras(name):
     check_against_keras(MODELS[name], optimizers=["sgd"], steps=1)
+
+
+@pytest.mark.parametrize("shared_axes", [None, [1, 2, 3]])
+def test_prelu_on_a_5d_input_against_keras(shared_axes):
+    """The other per-channel layer with a weight: PReLU's alpha on a (batch, time, height,
+    width, channels) tensor."""
+    def build(K):
+        x = K.Input((2, 3, 3, 2))
+        prelu = K.layers.PReLU(alpha_initializer="random_uniform", shared_axes=shared_axes)
+        return K.Model(x, head(K, prelu(x)))
+
+    check_against_keras(build, optimizers=["sgd"], steps=1)
 
 
 def test_the_issue_model_builds_with_its_weights():
