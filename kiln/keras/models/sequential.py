@@ -157,6 +157,17 @@ class Sequential(Model):
         if not self.built and self._stack and self._known_input_shape() is not None:
             self.build()
 
+    def _is_functional(self):
+        return True
+
+    def _graph_shapes(self, attribute, tensors):
+        self._build_if_possible()
+        if not self.built:
+            what = "input" if attribute == "input_shape" else "output"
+            raise AttributeError(f"Sequential model '{self.name}' has no defined {what} "
+                                 "shape yet.")
+        return super()._graph_shapes(attribute, tensors)
+
     @property
     def first_layer(self):
         return self._stack[0]
