@@ -8,8 +8,8 @@ sum of sample_weight * loss over every element of the loss tensor, divided by it
 elements. A loss already reduced over the whole batch (one value, a Keras loss returning a
 scalar) is weighted as Keras does it: value * mean(sample_weight). Backward starts from that
 reduction's gradient (loss_weight * sample_weight / count per element, loss_weight *
-mean(sample_weight) for the one value) and walks the loss graph in reverse like the model's (gradients summed where
-y_pred is read twice); its calls come before the model's backward.
+mean(sample_weight) for the one value) and walks the loss graph in reverse like the model's
+(gradients summed where y_pred is read twice); its calls come before the model's backward.
 """
 
 import numpy as np
