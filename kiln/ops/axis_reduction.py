@@ -25,15 +25,20 @@ ALGORITHMS = {"sum": dnnl.reduction_sum, "mean": dnnl.reduction_mean,
 
 
 class AxisReductionOp(Op):
-    """Args: name, mode ('sum', 'mean', 'max' or 'min'), axes (logical axes, never 0 the
-    batch)."""
+    """Args: name, mode ('sum', 'mean', 'max' or 'min'), axes (logical axes, not 0 the
+    batch), over_batch (a loss reduced over the whole batch: every axis, 0 included, to one
+    value of dims (1, ..., 1); only a loss head plans it, never a model's layers, whose
+    plans may run in sub-batches)."""
 
-    def __init__(self, name, mode, axes):
+    def __init__(self, name, mode, axes, over_batch=False):
         if mode not in ALGORITHMS:
             raise ValueError(f"AxisReduction '{name}': argument mode must be one of "
                              f"{sorted(ALGORITHMS)}, got {mode!r}")
         self.name, self.mode, self.axes = name, mode, tuple(sorted(set(axes)))
-        if not self.axes or 0 in self.axes:
+        self.over_batch = bool(over_batch)
+        if self.over_batch and 0 not in self.axes:
+            self.axes = (0, *self.axes)
+        if not self.axes or (0 in self.axes and not self.over_batch):
             raise ValueError(f"AxisReduction '{name}': argument axes must be non-batch axes, "
                              f"got {axes!r}")
 
@@ -41,6 +46,10 @@ class AxisReductionOp(Op):
         if max(self.axes) >= len(input_dims):
             raise ValueError(f"AxisReduction '{self.name}': axes {self.axes} out of range "
                              f"for dims {tuple(input_dims)}")
+        if self.over_batch and len(self.axes) != len(input_dims):
+            raise ValueError(f"AxisReduction '{self.name}': a reduction over the batch "
+                             f"covers every axis of dims {tuple(input_dims)}, got axes "
+                             f"{self.axes}")
         return tuple(1 if axis in self.axes else d for axis, d in enumerate(input_dims))
 
     def forward(self, builder, x, need_input_grad=True):

@@ -9,7 +9,7 @@ from ..binding.memory import MemoryDesc
 from .base import Op
 from .tensor import CHANNELS_LAST, keras_shape, logical_dims
 
-PLAIN_TAGS = {2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd}
+PLAIN_TAGS = {2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd, 5: dnnl.abcde}
 
 
 class PReLUOp(Op):

@@ -5,9 +5,11 @@ The front end traces the function on two symbolic tensors, y_true and y_pred, sh
 model output; the head plans that graph's ops after the model's forward with the labels
 buffer as y_true and the output as y_pred, then Keras's "sum_over_batch_size" reduction: the
 sum of sample_weight * loss over every element of the loss tensor, divided by its number of
-elements. Backward starts from that reduction's gradient (loss_weight * sample_weight / count
-per element) and walks the loss graph in reverse like the model's (gradients summed where
-y_pred is read twice); its calls come before the model's backward.
+elements. A loss already reduced over the whole batch (one value, a Keras loss returning a
+scalar) is weighted as Keras does it: value * mean(sample_weight). Backward starts from that
+reduction's gradient (loss_weight * sample_weight / count per element, loss_weight *
+mean(sample_weight) for the one value) and walks the loss graph in reverse like the model's
+(gradients summed where y_pred is read twice); its calls come before the model's backward.
 """
 
 import numpy as np
@@ -36,6 +38,18 @@ def reduce_loss_kernel(stats, seed, values, weights, per_sample, scale):
         for k in range(per_sample):
             seed[i * per_sample + k] = g
     stats[LOSS] = total / count
+
+
+@njit(**SERIAL)
+def weigh_batch_loss_kernel(stats, seed, value, weights, scale):
+    """A loss that is already one value for the batch, as Keras weighs a scalar loss: every
+    sample's weight times it, summed over the batch size, i.e. value * mean(weights)."""
+    mean_weight = 0.0
+    for i in range(weights.size):
+        mean_weight += weights[i]
+    mean_weight /= max(weights.size, 1)
+    stats[LOSS] = value[0] * mean_weight
+    seed[0] = np.float32(scale * mean_weight)
 
 
 def plain_of(x):
@@ -78,17 +92,23 @@ class TracedLossHead(LossHead):
             requires_grad[id(node.output)] = any(needs)
             backwards.append((node, backward, many))
         loss = values[id(graph.outputs[0])]
-        if loss.dims[0] != x.dims[0]:
+        batch_reduced = all(d == 1 for d in loss.dims) and x.dims[0] != 1
+        if loss.dims[0] != x.dims[0] and not batch_reduced:
             raise ValueError(f"loss '{self.name}': returned a tensor of dims {loss.dims}; a "
                              f"loss returns one value (or a tensor of them) per sample of the "
                              f"batch of {x.dims[0]}")
         plain = builder.reorder(loss.memory, plain_of(loss), f"{self.name} loss to plain")
         seed = builder.allocate(plain.desc)
         stats = self.stats()
-        per_sample = int(np.prod(loss.dims[1:]))
-        builder.add_forward(builder.memory_kernel(reduce_loss_kernel, (
-            stats, seed, plain, weights, per_sample, np.float32(scale)),
-            f"{self.name} loss reduction"))
+        if batch_reduced:
+            builder.add_forward(builder.memory_kernel(weigh_batch_loss_kernel, (
+                stats, seed, plain, weights, np.float32(scale)),
+                f"{self.name} batch loss weighted"))
+        else:
+            per_sample = int(np.prod(loss.dims[1:]))
+            builder.add_forward(builder.memory_kernel(reduce_loss_kernel, (
+                stats, seed, plain, weights, per_sample, np.float32(scale)),
+                f"{self.name} loss reduction"))
         if not want_grad:
             return outputs, stats, None
         grads = GradientMap(builder, requires_grad)

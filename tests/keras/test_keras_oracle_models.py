@@ -219,10 +219,9 @@ def test_single_output_in_a_list_predicts_an_array():
     check_against_keras(build, train=False)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="building a Sequential uses up an automatic name 'functional' in "
-                          "Keras 3, not in kiln")
 def test_automatic_model_names_after_a_sequential():
+    """Building a Sequential uses up an automatic name 'functional' (Keras 3 builds a
+    Functional model inside it)."""
     def build(K):
         K.Sequential([K.Input((6,)), K.layers.Dense(4)])
         a = K.Input((6,))
@@ -436,7 +435,6 @@ def test_frozen_nested_model_keeps_its_weights(kind):
             inner = inner_functional(K)
         inner.trainable = False
         a = K.Input((6,))
-        # named: building a Sequential uses up the name 'functional' in Keras (xfail below)
         return K.Model(a, L.Dense(3, activation="softmax")(L.Dense(5)(inner(a))), name="outer")
     kiln_model, _ = check_against_keras(build, optimizers=["sgd_momentum"],
                                         compare_types=kind == "sequential")

@@ -154,7 +154,7 @@ def test_spatial_layer_output_shape(case, data_format):
     layer = make(data_format, input_shape=hwc_shape(in_hwc, data_format))
     model = keras.Sequential([layer])
     model.build()
-    assert layer.output_shape == (None, *hwc_shape(out_hwc, data_format))
+    assert layer.output.shape == (None, *hwc_shape(out_hwc, data_format))
     x = rng().random((2, *hwc_shape(in_hwc, data_format)), dtype=np.float32)
     assert model.predict(x).shape == (2, *hwc_shape(out_hwc, data_format))
 
@@ -168,7 +168,7 @@ def test_flatten_dense_activation_dropout_shapes(data_format):
     model = keras.Sequential(layers)
     model.build()
     conv_out = hwc_shape((4, 3, 3), data_format)
-    assert [layer.output_shape for layer in layers] == [
+    assert [layer.output.shape for layer in layers] == [
         (None, *conv_out), (None, *conv_out), (None, *conv_out), (None, 36),
         (None, 7), (None, 7), (None, 7), (None, 2)]
     assert model.predict(np.zeros((3, *hwc_shape((5, 4, 2), data_format)))).shape == (3, 2)
@@ -183,7 +183,7 @@ def test_input_layer_and_input_function():
     assert model.input.shape == (None, 6, 6, 1)
     # as in Keras 3, a Sequential model's layers do not include its InputLayer
     assert [type(layer).__name__ for layer in model.layers] == ["Conv2D", "Flatten", "Dense"]
-    assert model.layers[0].output_shape == (None, 4, 4, 2)
+    assert model.layers[0].output.shape == (None, 4, 4, 2)
     assert model.predict(np.zeros((4, 6, 6, 1))).shape == (4, 3)
     layer = InputLayer(input_shape=(5,))
     dense = Dense(2)
@@ -195,7 +195,7 @@ def test_input_layer_followed_by_channels_first_layers():
     conv = Conv2D(4, 3, data_format=CF)
     model = keras.Sequential([Input((2, 7, 9)), conv])
     assert model.predict(np.zeros((1, 2, 7, 9))).shape == (1, 4, 5, 7)
-    assert conv.output_shape == (None, 4, 5, 7)
+    assert conv.output.shape == (None, 4, 5, 7)
 
 
 def test_layers_use_global_image_data_format():
@@ -204,7 +204,7 @@ def test_layers_use_global_image_data_format():
     assert conv.data_format == pool.data_format == flat.data_format == CF
     model = keras.Sequential([conv, pool, flat])
     model.build()
-    assert pool.output_shape == (None, 4, 2, 3) and flat.output_shape == (None, 24)
+    assert pool.output.shape == (None, 4, 2, 3) and flat.output.shape == (None, 24)
 
 
 # -- configs ----------------------------------------------------------------------------------
@@ -514,31 +514,28 @@ def test_numpy_integer_sizes_are_accepted():
 
 
 def test_dense_on_4d_input_without_flatten():
-    model = keras.Sequential([Conv2D(4, 3, input_shape=(5, 5, 2)), Dense(3, name="d_4d")])
+    # a Sequential model with an input shape builds at once (Keras 3): the error comes there
     with pytest.raises(ValueError, match=r"Dense 'd_4d'.*2D input.*\(None, 3, 3, 4\).*Flatten"):
-        model.predict(np.zeros((1, 5, 5, 2)))
+        keras.Sequential([Conv2D(4, 3, input_shape=(5, 5, 2)), Dense(3, name="d_4d")])
 
 
 def test_input_smaller_than_kernel_names_layer():
-    model = keras.Sequential([Conv2D(4, 5, input_shape=(3, 3, 1), name="c_small")])
+    # built at construction, as Keras 3 builds a Sequential model with an input shape
     with pytest.raises(ValueError, match=r"Conv2D 'c_small'.*3x3.*kernel_size"):
-        model.build()
-    model = keras.Sequential([MaxPooling2D(4, input_shape=(3, 3, 1), name="mp_small")])
+        keras.Sequential([Conv2D(4, 5, input_shape=(3, 3, 1), name="c_small")])
     with pytest.raises(ValueError, match=r"MaxPooling2D 'mp_small'.*pool_size"):
-        model.build()
+        keras.Sequential([MaxPooling2D(4, input_shape=(3, 3, 1), name="mp_small")])
 
 
 def test_average_pooling_too_small_names_average_pooling():
-    model = keras.Sequential([AveragePooling2D(4, input_shape=(3, 3, 1), name="ap_small")])
     with pytest.raises(ValueError, match=r"AveragePooling2D 'ap_small'.*pool_size"):
-        model.build()
+        keras.Sequential([AveragePooling2D(4, input_shape=(3, 3, 1), name="ap_small")])
 
 
 def test_mixed_data_formats_are_refused():
-    model = keras.Sequential([Conv2D(2, 3, input_shape=(6, 6, 1), data_format=CL),
-                              MaxPooling2D(data_format=CF, name="mp_cf")])
     with pytest.raises(ValueError, match=r"MaxPooling2D 'mp_cf'.*data_format"):
-        model.build()
+        keras.Sequential([Conv2D(2, 3, input_shape=(6, 6, 1), data_format=CL),
+                          MaxPooling2D(data_format=CF, name="mp_cf")])
 
 
 def test_first_layer_needs_input_shape():

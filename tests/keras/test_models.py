@@ -33,8 +33,8 @@ def test_list_constructor_and_add_build_the_same_model():
     added.set_weights(listed.get_weights())
     x, _ = quadrant_data(5)
     np.testing.assert_array_equal(listed.predict(x), added.predict(x))
-    assert [layer.output_shape for layer in listed.layers] == [
-        layer.output_shape for layer in added.layers] == [(None, 6, 6, 3), (None, 108), (None, 2)]
+    assert [layer.output.shape for layer in listed.layers] == [
+        layer.output.shape for layer in added.layers] == [(None, 6, 6, 3), (None, 108), (None, 2)]
     with pytest.raises(TypeError, match="Sequential.add"):
         added.add("dense")
     added.add(Dense(3))  # as in Keras 3, adding to a built model rebuilds it

@@ -45,8 +45,26 @@ def test_features_of_a_matrix():
              rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("shape", [(3, 7), (2, 4, 3, 5)])
+def test_over_the_whole_batch(shape, mode):
+    """A loss reduced over every axis, the batch included: one value (dims of 1s)."""
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=shape).astype(np.float32)
+    dy = rng.normal(size=(1,) * len(shape)).astype(np.float32)
+    reduce = np.sum if mode == "sum" else np.mean
+    scale = 1 if mode == "sum" else x.size
+    op = AxisReductionOp("r", mode, range(1, len(shape)), over_batch=True)
+    assert op.output_dims((None, *shape[1:])) == (1,) * len(shape)
+    check_op(op, x, {}, dy, lambda x64, p: reduce(x64, keepdims=True), CHANNELS_LAST,
+             lambda x64, p, dy64: (np.broadcast_to(dy64 / scale, x64.shape), {}),
+             rtol=1e-5, atol=1e-6)
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="AxisReduction 'r': argument mode"):
         AxisReductionOp("r", "prod", (1,))
     with pytest.raises(ValueError, match="AxisReduction 'r': argument axes"):
         AxisReductionOp("r", "sum", (0, 1))
+    with pytest.raises(ValueError, match="AxisReduction 'r': a reduction over the batch"):
+        AxisReductionOp("r", "sum", (1,), over_batch=True).output_dims((4, 3, 2))

@@ -133,7 +133,9 @@ class Layer:
         self._weights = []
         self._input_tensor = None
         self._inbound_nodes = []
-        self.output_shape = None
+        # the output shape of the first call (Keras 3 layers have no `output_shape`: their
+        # `.output.shape`; models have `output_shape`)
+        self._first_output_shape = None
 
     def __setattr__(self, name, value):
         # Layers assigned as attributes, alone or in a list / tuple / dict, belong to this one
@@ -355,8 +357,9 @@ class Layer:
                                           for t in flatten(outputs)])
         self._record(args, kwargs, outputs)
         flat = flatten(outputs)
-        if self.output_shape is None:
-            self.output_shape = flat[0].shape if len(flat) == 1 else [t.shape for t in flat]
+        if self._first_output_shape is None:
+            self._first_output_shape = (flat[0].shape if len(flat) == 1
+                                        else [t.shape for t in flat])
         return outputs
 
     # -- masks (docs/architecture.md, "Masks") ----------------------------------------------
@@ -384,6 +387,8 @@ class Layer:
         node = self._inbound_nodes[0] if self._inbound_nodes else None
         if node is None:
             raise AttributeError(f"{self.context} has not been called yet: no input")
+        if not node.call_args:  # an InputLayer: where the inputs start, as Keras says
+            raise AttributeError(f"{self.context} is not connected to an input: it is one")
         return pack_like(node.call_args[0], flatten(node.call_args[0]))
 
     @property
@@ -394,7 +399,7 @@ class Layer:
         return outputs[0] if len(outputs) == 1 else list(outputs)
 
     def compute_output_shape(self, input_shape):
-        return self.output_shape
+        return self._first_output_shape
 
     # -- serialization ------------------------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ import copy
 
 from ... import ops
 from ...graph.symbolic import apply
+from ...ops.batch_norm_views import ChannelViewBatchNormOp
 from ...ops.flatten import FlattenToMatrixOp
 from ...ops.sync_batch_norm import SyncBatchNormOp
 from .. import constraints, initializers, regularizers
@@ -18,7 +19,9 @@ from .base_layer import Layer, is_integer
 
 class BatchNormalization(Layer):
     """Args (Keras 3 names and defaults):
-        axis: the channel axis: -1 (channels_last or (batch, features)) or 1 (channels_first).
+        axis: the channel axis: -1 (the last: channels_last, (batch, features), (batch,
+            steps, channels), 5D channels_last) or 1 (channels_first), on inputs of rank 2
+            to 5.
         momentum: 0.99; epsilon: 1e-3; center (beta), scale (gamma): True.
         beta_initializer 'zeros', gamma_initializer 'ones', moving_mean_initializer 'zeros',
         moving_variance_initializer 'ones'.
@@ -82,27 +85,38 @@ class BatchNormalization(Layer):
         self._inference_op = copy.copy(self.op)
         self._inference_op.frozen = True
 
-    def _check_axis(self, tensor):
-        """The axis must be the channels: for a 4D input it fixes the data format."""
+    def _channel_axis(self, tensor):
+        """The channel axis (1 or rank - 1) of `tensor`; for a 4D input it fixes the data
+        format. Keras normalizes over every other axis."""
         rank = len(tensor.shape)
         axis = self.axis + rank if self.axis < 0 else self.axis
-        if rank == 2 and axis == 1:
-            return
+        if rank in (2, 3, 5) and axis in (1, rank - 1):
+            return axis
         if rank == 4 and axis in (1, 3):
             tensor.read_as("channels_first" if axis == 1 else "channels_last", self.context)
-            return
+            return axis
         raise ValueError(f"{self.context}: argument axis must be the channel axis of the "
-                         f"input of shape {tensor.shape} (-1 for channels_last or "
-                         f"(batch, features), 1 for channels_first), got {self.axis}")
+                         f"input of shape {tensor.shape} (-1 for the last axis, 1 for "
+                         f"channels_first), got {self.axis}")
+
+    def _op_for(self, op, tensor):
+        """`op` (batch or moving statistics) as planned on `tensor`: a sequence or a 5D
+        tensor through its 4D view (batch_norm_views.py)."""
+        rank = len(tensor.shape)
+        if rank in (3, 5):
+            return ChannelViewBatchNormOp(op, 1 if self._channel_axis(tensor) == 1 else -1,
+                                          rank)
+        return op
 
     def build(self, input_shape):
-        self._check_axis(self._input_tensor)
-        dims = self._input_tensor.dims
-        if self._input_tensor.flattened:  # after Flatten: one statistic per feature, as Keras
+        tensor = self._input_tensor
+        channels = tensor.shape[self._channel_axis(tensor)]
+        dims = tensor.dims
+        if tensor.flattened:  # after Flatten: one statistic per feature, as Keras
             dims = FlattenToMatrixOp(self.name).output_dims(dims)
-        channels = dims[1]
-        parameters = self.op.parameter_dims(dims)
-        state = self.op.state_dims(dims)
+        op = self._op_for(self.op, tensor)
+        parameters = op.parameter_dims(dims)
+        state = op.state_dims(dims)
         if self.scale:
             self.gamma = self.add_weight("gamma", (channels,), self.gamma_initializer,
                                          *parameters["gamma"], regularizer=self.gamma_regularizer,
@@ -119,11 +133,12 @@ class BatchNormalization(Layer):
                                                *state["moving_variance"], trainable=False)
 
     def call(self, inputs, training=None):
-        self._check_axis(inputs)
+        self._channel_axis(inputs)
         if inputs.flattened:
             inputs = apply(FlattenToMatrixOp(f"{self.name}/features"), inputs, flattened=False)
         # training=True asks for batch statistics: that is what training plans use anyway
-        return apply(self._inference_op if training is False else self.op, inputs)
+        op = self._inference_op if training is False else self.op
+        return apply(self._op_for(op, inputs), inputs)
 
     def set_frozen(self, frozen):
         self.op.frozen = frozen

@@ -22,7 +22,7 @@ KERAS_DEFAULTS = {"shape": None, "initializer": None, "dtype": None, "trainable"
 KERAS2_ORDER = ("name", "shape", "dtype", "initializer", "regularizer", "trainable",
                 "constraint")
 KERAS3_ORDER = ("shape", "initializer", "dtype")
-PLAIN_TAGS = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd}
+PLAIN_TAGS = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd, 5: dnnl.abcde}
 
 
 def plain_tag(rank):

@@ -60,7 +60,7 @@ class InputLayer(Layer):
         self._inbound_nodes.append(LayerNode(self, (), {}, [self.output_tensor]))
         self.output_tensor._keras_history = (self, 0, 0)
         self.built = True
-        self.output_shape = self.output_tensor.shape
+        self._first_output_shape = self.output_tensor.shape
 
     def call(self, inputs):
         return inputs

@@ -59,6 +59,7 @@ class Model(Trainer, Layer):
         if inputs is not None or outputs is not None:
             if inputs is None or outputs is None:
                 raise ValueError(f"{self.context}: give both inputs= and outputs=")
+            self._made_from_graph = True  # a subclass given inputs= and outputs= too
             self._init_graph(inputs, outputs)
 
     # -- the graph ------------------------------------------------------------------------------
@@ -120,6 +121,36 @@ class Model(Trainer, Layer):
     def output(self):
         self._require_graph()
         return self.outputs[0] if len(self.outputs) == 1 else self._output_structure
+
+    @property
+    def input_shape(self):
+        """Keras 3's Functional.input_shape: the input's shape (None batch), a list for
+        several inputs. Subclassed models have none, as in Keras."""
+        return self._graph_shapes("input_shape", "inputs")
+
+    @property
+    def output_shape(self):
+        """Keras 3's Functional.output_shape: as input_shape, for the outputs."""
+        return self._graph_shapes("output_shape", "outputs")
+
+    def _graph_shapes(self, attribute, tensors):
+        """The shapes of `self.<tensors>` ("inputs" or "outputs")."""
+        if not self._is_functional():
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute "
+                                 f"'{attribute}'")
+        self._require_graph()
+        shapes = [tuple(t.shape) for t in getattr(self, tensors)]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    def _is_functional(self):
+        """Whether Keras would give this model input_shape / output_shape: one made from
+        inputs and outputs (Sequential overrides this)."""
+        return isinstance(self, Functional) or self.__dict__.get("_made_from_graph", False)
+
+    def compute_output_shape(self, input_shape):
+        if self._is_functional() and self.built:
+            return self.output_shape
+        return super().compute_output_shape(input_shape)
 
     @property
     def ops(self):
@@ -313,7 +344,7 @@ class Model(Trainer, Layer):
 
     def summary(self, print_fn=print):
         self._build_if_possible()
-        rows = [(f"{layer.name} ({type(layer).__name__})", str(layer.output_shape),
+        rows = [(f"{layer.name} ({type(layer).__name__})", str(layer._first_output_shape),
                  layer.count_params()) for layer in self.layers]
         # columns as wide as their longest entry (Keras' defaults at least), one space apart
         name_width = max([30] + [len(name) + 1 for name, _, _ in rows])

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 
 from .. import backend
-from ..layers.base_layer import Layer
+from ..layers.base_layer import Layer, unique_name
 from ..layers.input_layer import InputLayer
 from .model import Model
 
@@ -30,9 +30,12 @@ class Sequential(Model):
         self._stack = []
         self._input_layer = None
         for layer in layers or ():
-            self.add(layer)
+            self.add(layer, rebuild=False)
+        self._maybe_rebuild()
 
-    def add(self, layer):
+    def add(self, layer, rebuild=True):
+        """Put `layer` on top; the model builds again (its layers make their weights) as soon
+        as the input shape is known, as in Keras 3."""
         history = getattr(layer, "_keras_history", None)
         if history is not None and isinstance(history[0], InputLayer):
             layer = history[0]  # keras.Input(...) as the first item: its InputLayer
@@ -46,13 +49,35 @@ class Sequential(Model):
         else:
             self._stack.append(layer)
         self._reset_graph()
+        if rebuild:
+            self._maybe_rebuild()
 
-    def pop(self):
+    def pop(self, rebuild=True):
         if not self._stack:
             raise TypeError(f"{self.context}: there are no layers to pop")
         layer = self._stack.pop()
         self._reset_graph()
+        if rebuild:
+            self._maybe_rebuild()
         return layer
+
+    def _maybe_rebuild(self):
+        """Keras 3 builds a Sequential model whenever its stack changes and the input shape
+        is known (an Input first, `input_shape=` on the first layer or a built model first),
+        so its layers have weights before compile; without it the model stays unbuilt until
+        fit / predict / build(input_shape)."""
+        self._reset_graph()
+        if self._stack and self._known_input_shape() is not None:
+            try:
+                with warnings.catch_warnings():
+                    if self.__dict__.get("_built_before"):  # warned on the first build
+                        warnings.filterwarnings("ignore", message=".*no native bf16")
+                    self.build()
+                self._built_before = True
+            except NotImplementedError:
+                # as Keras: a layer that cannot be traced yet leaves the model unbuilt here;
+                # compile / fit build it again and report the error
+                self._reset_graph()
 
     def _reset_graph(self):
         """The stack changed: the graph is made again on next use (weights stay)."""
@@ -66,6 +91,12 @@ class Sequential(Model):
 
     def build(self, input_shape=None):
         """Call the layers in order on one input and make the graph."""
+        if input_shape is not None and self._input_layer is not None:
+            shape = self._input_layer.input_shape_arg
+            if tuple(input_shape)[1:] != tuple(shape):
+                raise ValueError(f"{self.context}: the model has already been configured to "
+                                 f"use input shape {(None, *shape)}; it cannot be built with "
+                                 f"input_shape {tuple(input_shape)}")
         if self.built:
             return
         if not self._stack:
@@ -78,7 +109,7 @@ class Sequential(Model):
         elif input_shape is not None:
             shape, name = tuple(input_shape)[1:], None
         else:
-            shape, name = first.input_shape_arg, None
+            shape, name = self._known_input_shape(), None
         if shape is None:
             raise ValueError(f"{first.context}: the first layer needs input_shape=, e.g. "
                              "input_shape=(28, 28, 1)")
@@ -102,11 +133,26 @@ class Sequential(Model):
             tensor = layer(tensor)
         self._layers = [self._input_layer, *self._stack]
         self._init_graph(inputs, tensor, layers=self._layers)
+        unique_name("Functional")  # Keras builds a Functional model inside: it takes a name
+
+    def _known_input_shape(self):
+        """The input shape (without the batch) the stack declares, or None."""
+        if self._input_layer is not None:
+            return self._input_layer.input_shape_arg
+        first = self._stack[0] if self._stack else None
+        if first is None:
+            return None
+        if first.input_shape_arg is not None:
+            return first.input_shape_arg
+        if isinstance(first, Model) and first.built and len(first.inputs) == 1:
+            return tuple(first.inputs[0].shape[1:])  # a built model as the first layer
+        return None
 
     def _build_from_data(self, x):
-        """Without an input shape (Keras 2's `Embedding(max_features, 128)` first, as in
-        imdb_lstm.py) the first data fixes it, as Keras builds a deferred Sequential."""
-        if self._input_layer is not None or self.first_layer.input_shape_arg is not None:
+        """fit / predict on an unbuilt model: without an input shape (Keras 2's
+        `Embedding(max_features, 128)` first, as in imdb_lstm.py) the data's shape fixes it, as
+        Keras builds a deferred Sequential."""
+        if not self._stack or self._known_input_shape() is not None:
             self.build()
             return
         if isinstance(x, (list, tuple)) and len(x) == 1 and hasattr(x[0], "shape"):
@@ -119,9 +165,19 @@ class Sequential(Model):
         self.build((None, *tuple(shape)[1:]))
 
     def _build_if_possible(self):
-        if not self.built and (self._input_layer is not None
-                               or (self._stack and self._stack[0].input_shape_arg)):
+        if not self.built and self._stack and self._known_input_shape() is not None:
             self.build()
+
+    def _is_functional(self):
+        return True
+
+    def _graph_shapes(self, attribute, tensors):
+        self._build_if_possible()
+        if not self.built:
+            what = "input" if attribute == "input_shape" else "output"
+            raise AttributeError(f"Sequential model '{self.name}' has no defined {what} "
+                                 "shape yet.")
+        return super()._graph_shapes(attribute, tensors)
 
     @property
     def first_layer(self):

@@ -1,6 +1,7 @@
 """keras.ops reductions: sum, mean, max, min, var, std, logsumexp over any axes, keepdims.
 
-Inside a model (never over the batch axis): a mean or max over the spatial axes of an image
+Inside a model (never over the batch axis, but for a loss reduced over all of its axes at
+once, to one value for the whole batch): a mean or max over the spatial axes of an image
 is the engine's global pooling; other sums and means are its AxisReductionOp (oneDNN reduction,
 a broadcast back in backward), followed by a ReshapeOp when Keras drops the axes; var and std
 are composed from them (mean of the squared deviation from the mean). max and min over other
@@ -30,7 +31,13 @@ def _symbolic(name, mode, x, axis, keepdims):
     axes = normalize_axes(axis, len(x.shape), name)
     logical = keras_axes_to_logical(x)  # refuses flattened tensors
     if 0 in axes:
-        not_in_model(name, f"over the batch axis (axes {axes} of {x.shape})")
+        if in_traced_loss() and len(axes) == len(x.shape):
+            # a loss reduced over the whole batch: one value, dims (1, ..., 1), which the
+            # loss head weights as Keras does a scalar loss (kiln/plan/traced_loss.py)
+            return apply(AxisReductionOp(op_name(name), "mean" if mode == "avg" else mode,
+                                         range(len(x.dims)), over_batch=True), x)
+        not_in_model(name, f"over the batch axis (axes {axes} of {x.shape}; a loss may "
+                           "reduce over every axis at once)")
     if len(x.dims) == 4 and sorted(logical[a] for a in axes) == [2, 3] and mode in ("avg",
                                                                                      "max"):
         return apply(GlobalPooling2DOp(op_name(name), mode, keepdims=bool(keepdims)), x)

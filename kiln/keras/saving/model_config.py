@@ -99,8 +99,9 @@ def sequential_from_config(cls, config, custom_objects=None, safe_mode=True):
     model = cls(name=config.get("name"), trainable=config.get("trainable", True))
     for index, layer_config in enumerate(layer_configs):
         model.add(deserialize_layer(layer_config, custom_objects, safe_mode,
-                                    f"Sequential config, layer {index}"))
-    if model._input_layer is None and config.get("build_input_shape"):
+                                    f"Sequential config, layer {index}"), rebuild=False)
+    model._maybe_rebuild()
+    if not model.built and config.get("build_input_shape"):
         model.build(tuple(config["build_input_shape"]))
     model._build_if_possible()  # weights exist once the input shape is known, as in Keras
     return model

@@ -97,7 +97,7 @@ def test_explicit_backward_layer():
         x = K.layers.Flatten()(x)
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
     kiln_model, _ = check_against_keras(build, optimizers=("sgd",))
-    assert kiln_model.layers[1].output_shape == (None, T, 2 * UNITS)
+    assert kiln_model.layers[1].output.shape == (None, T, 2 * UNITS)
 
 
 def test_stacked_bidirectional_layers():

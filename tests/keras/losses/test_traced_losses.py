@@ -94,9 +94,43 @@ def test_a_loss_subclass_with_arguments_on_an_image_output_trains_as_keras(data_
                lambda K: K.optimizers.SGD(0.1))
 
 
-def test_a_loss_that_reduces_over_the_batch_is_refused_by_name():
+def batch_losses(K):
+    """Losses that return one value for the whole batch (a scalar), which Keras 3 accepts:
+    its reduction leaves the scalar as it is, times the mean sample weight."""
+    def batch_mse(y_true, y_pred):
+        return K.ops.mean(K.ops.square(y_true - y_pred))
+
+    def batch_rmse_plus_sum(y_true, y_pred):  # operations after the batch reduction too
+        return (K.ops.sqrt(K.ops.mean(K.ops.square(y_true - y_pred)) + 1e-3)
+                + 0.01 * K.ops.sum(K.ops.abs(y_pred), keepdims=True))
+
+    return {"batch_mse": batch_mse, "batch_rmse_plus_sum": batch_rmse_plus_sum}
+
+
+@pytest.mark.parametrize("name", ["batch_mse", "batch_rmse_plus_sum"])
+def test_a_loss_reduced_over_the_batch_trains_as_keras(name):
+    """Sample weights (and a smaller last batch) weigh the one value as Keras does."""
+    y = np.random.default_rng(3).normal(size=(6, 3)).astype(np.float32)
+    weights = np.array([1.0, 0.5, 2.0, 1.0, 0.0, 1.5], np.float32)
+    train_both(dense_model, lambda K: batch_losses(K)[name], y,
+               lambda K: K.optimizers.SGD(0.5), sample_weight=weights, batch_size=4)
+
+
+def test_a_loss_subclass_reduced_over_the_batch_trains_as_keras():
+    def loss(K):
+        class BatchMeanError(K.losses.Loss):
+            def call(self, y_true, y_pred):
+                return K.ops.mean(K.ops.abs(y_true - y_pred))
+
+        return BatchMeanError()
+
+    y = np.random.default_rng(4).normal(size=(6, 3)).astype(np.float32)
+    train_both(dense_model, loss, y, lambda K: K.optimizers.Adam(0.02))
+
+
+def test_a_loss_reducing_the_batch_axis_alone_is_refused_by_name():
     def batch_mean(y_true, y_pred):
-        return kk.ops.mean(kk.ops.square(y_pred - y_true))
+        return kk.ops.mean(kk.ops.square(y_pred - y_true), axis=0)
 
     with pytest.raises(NotImplementedError, match=r"loss 'batch_mean'.*mean.*batch axis"):
         dense_model(kk).compile(optimizer="sgd", loss=batch_mean)  # traced at compile
