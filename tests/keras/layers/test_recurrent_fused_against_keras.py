@@ -148,3 +148,17 @@ def test_output_mask_passes_on_only_with_return_sequences():
     assert kk.layers.LSTM(2, return_sequences=True)(x)._keras_mask is not None
     output, h, c = kk.layers.LSTM(2, return_state=True)(x)
     assert output._keras_mask is None and h._keras_mask is None
+
+
+def test_a_masked_stack_of_cells_with_other_activations():
+    """RNN(StackedRNNCells) reading Embedding(mask_zero)'s mask: every cell's op skips the
+    masked steps (Keras skips the whole stack's step); one cell with an activation oneDNN's
+    cells lack."""
+    def build(K):
+        L = K.layers
+        inputs = K.Input((T,), dtype="int32")
+        x = L.Embedding(8, 2, mask_zero=True)(inputs)
+        cells = [L.GRUCell(3, activation="elu"), L.LSTMCell(UNITS)]
+        x = L.RNN(L.StackedRNNCells(cells), return_sequences=True)(x)
+        return K.Model(inputs, L.Dense(3, activation="softmax")(L.Flatten()(x)))
+    check_against_keras(build, inputs=IDS, optimizers=("sgd",))
