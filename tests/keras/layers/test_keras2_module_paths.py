@@ -27,7 +27,7 @@ KERAS2_MODULES = {
               "add", "concatenate", "multiply", "average", "maximum", "minimum", "subtract"],
     "wrappers": ["TimeDistributed", "Bidirectional"],
     "advanced_activations": ["LeakyReLU", "PReLU", "ELU", "ReLU", "Softmax"],
-    "noise": ["GaussianNoise", "GaussianDropout"],
+    "noise": ["GaussianNoise", "GaussianDropout", "AlphaDropout"],
 }
 
 
