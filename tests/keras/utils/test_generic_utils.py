@@ -4,10 +4,10 @@ Keras 2 documents it; and `keras.utils` lists the serialization helpers Keras 3 
 
 import numpy as np
 import pytest
+from keras_oracle import real_keras
 
 from kiln.keras import layers, saving, utils
 from kiln.keras.utils import generic_utils
-from tests.keras.keras_oracle import real_keras
 
 SERIALIZATION_NAMES = ["CustomObjectScope", "custom_object_scope", "deserialize_keras_object",
                        "get_custom_objects", "get_registered_name", "get_registered_object",
