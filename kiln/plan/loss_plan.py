@@ -72,22 +72,16 @@ class HeadView:
 
     @property
     def keras_outputs(self):
-        """The model output the head left, in the shape Keras shows it (a view)."""
-        outputs = self.outputs
-        if self.pixels:
-            n, classes, height, width = self.logits_tensor.dims
-            image = outputs.reshape(len(self.labels), height, width, classes)
-            return image.transpose(0, 3, 1, 2) if self.classes_first else image
-        if outputs is not None and outputs.shape != self.labels.shape \
-                and outputs.size == self.labels.size:
-            return outputs.reshape(self.labels.shape)  # an image's rows in Keras order
-        return outputs
+        """A pixel view's output rows in the shape Keras shows the output (a view)."""
+        _, classes, height, width = self.logits_tensor.dims
+        image = self.outputs.reshape(len(self.labels), height, width, classes)
+        return image.transpose(0, 3, 1, 2) if self.classes_first else image
 
     def keras_weights(self, weights):
-        """Weights a metric kernel would read (ones, or per row) as Keras is given them."""
+        """A pixel view's metric weights (ones, or one per row) as Keras is given them."""
         if weights is self.ones:
             return None
-        return self.weights if self.pixels and weights is self.step_weights else weights
+        return self.weights if weights is self.step_weights else weights
 
     @property
     def skip(self):

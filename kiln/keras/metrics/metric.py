@@ -55,7 +55,14 @@ class Metric:
 
     def after_step(self, view, weights):
         """Update from a plan's buffers after a step (Python: for metrics without a kernel)."""
-        self.update_state(view.labels, view.keras_outputs, view.keras_weights(weights))
+        if getattr(view, "pixels", False):  # rows per pixel: seen in the output's shape
+            self.update_state(view.labels, view.keras_outputs, view.keras_weights(weights))
+            return
+        outputs = view.outputs
+        if outputs is not None and outputs.shape != view.labels.shape \
+                and outputs.size == view.labels.size:
+            outputs = outputs.reshape(view.labels.shape)  # an image's rows in Keras order
+        self.update_state(view.labels, outputs, None if weights is view.ones else weights)
 
     def get_config(self):
         return {"name": self.name, "dtype": self.dtype}

@@ -155,7 +155,7 @@ def plan_rows(head, builder, x, labels, weights, scale, want_grad, fused):
     values = x.memory.as_array().reshape(x.dims)
     grad_memory, grad = head.buffer(builder, x.dims)
     if fused or head.from_logits:
-        softmax, _ = SoftmaxOp(f"{head.name} softmax", -1).forward(builder, x, False)
+        softmax, _ = SoftmaxOp(head.name, -1).forward(builder, x, False)
         probabilities = builder.keep(softmax.memory).as_array().reshape(x.dims)
         outputs = probabilities if fused else values  # from logits, the model output is z
         if head.sparse:

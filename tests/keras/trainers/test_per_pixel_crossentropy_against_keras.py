@@ -53,10 +53,20 @@ def pixel_weights(rng, count, y):
     return dict(sample_weight=rng.uniform(0.2, 2.0, (count, SIDE, SIDE)).astype(np.float32))
 
 
+def first_class(y_true, y_pred):
+    """A user metric (run on the output the step left): class 0's probability per pixel."""
+    return y_pred[..., 0]
+
+
+def first_class_channels_first(y_true, y_pred):
+    return y_pred[:, 0]
+
+
 def test_sparse_fused_softmax_with_accuracy():
     check_fit_against_keras(segmenter(), lambda K: dict(
         loss="sparse_categorical_crossentropy",
-        metrics=["accuracy", "sparse_categorical_accuracy"]), class_ids, batch_size=4)
+        metrics=["accuracy", "sparse_categorical_accuracy", first_class]), class_ids,
+        batch_size=4)
 
 
 def test_categorical_fused_softmax_label_smoothing_and_pixel_weights():
@@ -90,7 +100,8 @@ def test_channels_first_classes_on_axis_1(case):
             else (lambda K, x: x))
     check_fit_against_keras(
         segmenter("channels_first", last, activation), lambda K: dict(
-            loss=K.losses.CategoricalCrossentropy(from_logits=case == "logits", axis=1)),
+            loss=K.losses.CategoricalCrossentropy(from_logits=case == "logits", axis=1),
+            metrics=[first_class_channels_first]),
         one_hot(axis=1), batch_size=4)
 
 
