@@ -136,6 +136,17 @@ def test_bad_axes_and_weights_are_refused_by_name():
         last.train_on_batch(images, ids)
 
 
+def test_class_ids_of_a_whole_array_are_checked_before_the_first_step():
+    model = _compiled(segmenter(), "sparse_categorical_crossentropy")
+    before = [w.copy() for w in model.get_weights()]
+    ids = np.zeros((8, SIDE, SIDE))
+    ids[6, 4, 1] = -1  # in the last batch of 4
+    with pytest.raises(ValueError, match=r"sample 6, pixel \(4, 1\), has class id -1.0"):
+        model.fit(np.zeros((8, SIDE, SIDE, 2), np.float32), ids, batch_size=4, verbose=0)
+    for weight, old in zip(model.get_weights(), before, strict=True):
+        np.testing.assert_array_equal(weight, old)
+
+
 def test_a_small_unet_with_a_softmax_per_pixel_learns():
     kk.backend.clear_session()
     inputs = kk.Input((8, 8, 1))
