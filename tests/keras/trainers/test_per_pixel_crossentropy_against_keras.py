@@ -79,7 +79,8 @@ def test_categorical_fused_softmax_label_smoothing_and_pixel_weights():
 def test_sparse_from_logits_with_pixel_weights():
     check_fit_against_keras(segmenter(activation=None), lambda K: dict(
         loss=K.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["sparse_categorical_accuracy"], weighted_metrics=["accuracy"]), class_ids,
+        metrics=["sparse_categorical_accuracy"], weighted_metrics=["accuracy", first_class]),
+        class_ids,
         batch_size=4, fit_args=pixel_weights, compare_list=False)
 
 
