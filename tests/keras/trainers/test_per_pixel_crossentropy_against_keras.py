@@ -130,6 +130,8 @@ def test_bad_axes_and_weights_are_refused_by_name():
     images = np.zeros((2, SIDE, SIDE, 2), np.float32)
     with pytest.raises(ValueError, match=r"sample_weight must have one weight per pixel"):
         last.train_on_batch(images, np.zeros((2, SIDE, SIDE)), sample_weight=np.ones(2))
+    with pytest.raises(ValueError, match=r"class_weight needs one class per sample"):
+        last.fit(images, np.zeros((2, SIDE, SIDE)), class_weight={0: 1.0, 1: 2.0}, verbose=0)
     with pytest.raises(ValueError, match=r"sample 1 of the batch, pixel \(0, 2\), has class "
                                          r"id 3.0"):
         ids = np.zeros((2, SIDE, SIDE))
