@@ -8,7 +8,8 @@ compute p - y directly).
 
 Each output with a loss gets its own labels and sample-weight arrays, filled by the trainer
 before each step; the head kernels write their stats, and metric planners add their kernels
-after them, reading the same buffers.
+after them, reading the same buffers. A sequence output is read as one row per step
+(sequence_heads.py), a cross-entropy's image output as one row per pixel (pixel_heads.py).
 """
 
 from dataclasses import dataclass, field

@@ -10,6 +10,9 @@ w.r.t. z is p * sum(y) - y (the clip's zero slope at saturation is ignored there
 logits); the probabilities form differentiates the normalization and the clip exactly.
 The kernels also count argmax hits (Keras' categorical / sparse categorical accuracy on the
 model's output), so the classic softmax + accuracy step makes one pass over (N, K).
+An image output (a segmentation map) is read as one row per pixel and planned by
+categorical_rows.py (a oneDNN softmax, then one parallel pass); `class_axis` says which
+Keras `axis` kiln takes the classes from.
 """
 
 import numpy as np
