@@ -173,3 +173,24 @@ def test_a_small_unet_with_a_softmax_per_pixel_learns():
     predicted = model.predict(images, verbose=0)
     assert predicted.shape == (32, 8, 8, CLASSES)
     np.testing.assert_allclose(predicted.sum(axis=-1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("data_format, last, activation, fused", [
+    ("channels_last", lambda K, x: x, "softmax", True),            # Conv2D's own softmax
+    ("channels_first", lambda K, x: K.layers.Softmax(axis=1)(x), None, True),
+    ("channels_first", lambda K, x: x, "softmax", False),          # a softmax over the width
+])
+def test_the_softmax_over_the_classes_is_taken_by_the_head(data_format, last, activation,
+                                                             fused):
+    model = _compiled(segmenter(data_format, last, activation),
+                      kk.losses.CategoricalCrossentropy(axis=-1 if data_format ==
+                                                        "channels_last" else 1))
+    model._build_if_possible()
+    plan = model._plan(True, 2)
+    labels = [call.label for call in plan.calls]
+    assert plan.heads[0].fused == fused
+    # fused: one oneDNN softmax over the classes of the rows and one pass, no model softmax
+    assert ("categorical_crossentropy softmax cross-entropy per pixel" in labels) == fused
+    assert ("categorical_crossentropy softmax" in labels) == fused
+    assert any(label.endswith("cross-entropy on probabilities per pixel")
+               for label in labels) != fused
