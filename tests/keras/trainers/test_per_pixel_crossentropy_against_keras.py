@@ -2,8 +2,9 @@
 one softmax per pixel) against real Keras 3 (JAX backend): the loss is the mean over the batch
 and the pixels, per-pixel sample weights weight it, and accuracy / categorical_accuracy /
 sparse_categorical_accuracy count every pixel. The same batch logs, history, weights after
-each SGD epoch and evaluate() as Keras (fit_oracle.py), for a fused final softmax, logits, a
-softmax output the head reads as probabilities, and channels_first outputs with axis=1."""
+an SGD epoch of two steps and evaluate() as Keras (fit_oracle.py), for a fused final softmax,
+logits, a softmax output the head reads as probabilities, and channels_first outputs with
+axis=1."""
 
 import warnings
 
@@ -66,14 +67,14 @@ def test_sparse_fused_softmax_with_accuracy():
     check_fit_against_keras(segmenter(), lambda K: dict(
         loss="sparse_categorical_crossentropy",
         metrics=["accuracy", "sparse_categorical_accuracy", first_class]), class_ids,
-        batch_size=4)
+        batch_size=4, epochs=1)
 
 
 def test_categorical_fused_softmax_label_smoothing_and_pixel_weights():
     check_fit_against_keras(segmenter(), lambda K: dict(
         loss=K.losses.CategoricalCrossentropy(label_smoothing=0.1),
         metrics=["accuracy"], weighted_metrics=["categorical_accuracy"]), one_hot(),
-        batch_size=4, fit_args=pixel_weights, compare_list=False)
+        batch_size=4, fit_args=pixel_weights, compare_list=False, epochs=1)
 
 
 def test_sparse_from_logits_with_pixel_weights():
@@ -81,7 +82,7 @@ def test_sparse_from_logits_with_pixel_weights():
         loss=K.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["sparse_categorical_accuracy"], weighted_metrics=["accuracy", first_class]),
         class_ids,
-        batch_size=4, fit_args=pixel_weights, compare_list=False)
+        batch_size=4, fit_args=pixel_weights, compare_list=False, epochs=1)
 
 
 def test_softmax_read_as_probabilities():
@@ -89,7 +90,8 @@ def test_softmax_read_as_probabilities():
     # clipped, differentiated exactly), nothing fused
     last = lambda K, x: K.layers.Activation("linear")(x)  # noqa: E731
     check_fit_against_keras(segmenter(last=last), lambda K: dict(
-        loss="categorical_crossentropy", metrics=["accuracy"]), one_hot(), batch_size=4)
+        loss="categorical_crossentropy", metrics=["accuracy"]), one_hot(), batch_size=4,
+        epochs=1)
 
 
 @pytest.mark.parametrize("case", ["logits", "softmax_layer", "softmax_over_width"])
@@ -103,7 +105,7 @@ def test_channels_first_classes_on_axis_1(case):
         segmenter("channels_first", last, activation), lambda K: dict(
             loss=K.losses.CategoricalCrossentropy(from_logits=case == "logits", axis=1),
             metrics=[first_class_channels_first]),
-        one_hot(axis=1), batch_size=4)
+        one_hot(axis=1), batch_size=4, epochs=1)
 
 
 def _compiled(build, loss, metrics=()):
