@@ -108,6 +108,19 @@ def test_channels_first_classes_on_axis_1(case):
         one_hot(axis=1), batch_size=4, epochs=1)
 
 
+def test_a_flattened_image_output_is_one_row_per_sample():
+    # Flatten keeps the 4D bytes: the head reads them in Keras' (h, w, c) order, one row each
+    def build(K):
+        inputs = K.Input((4, 4, 2))
+        return K.Model(inputs, K.layers.Flatten()(K.layers.Conv2D(3, 3, padding="same")(
+            inputs)))
+
+    check_fit_against_keras(build, lambda K: dict(
+        loss=K.losses.CategoricalCrossentropy(from_logits=True), metrics=["accuracy"]),
+        lambda rng, count: np.eye(48, dtype=np.float32)[rng.integers(0, 48, count)],
+        batch_size=3, epochs=1)
+
+
 def _compiled(build, loss, metrics=()):
     kk.backend.clear_session()
     model = build(kk)
