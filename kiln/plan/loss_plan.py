@@ -123,8 +123,8 @@ def resolve(graph, losses, batch_size):
         rewrite = (graph.fused_heads or {}).get(loss.output)
         if reads_pixels(head, tensor):
             labels, row_labels, weights = pixel_buffers(head, tensor, batch_size)
-            views.append(HeadView(loss, labels, weights, ones=np.ones(len(weights.reshape(-1)),
-                                                                      np.float32),
+            # the metrics read one weight per row: ones, or the sample weights' bytes
+            views.append(HeadView(loss, labels, weights, ones=np.ones(weights.size, np.float32),
                                   logits_tensor=tensor, fused=rewrite is not None,
                                   rewrite=rewrite, pixels=True, row_labels=row_labels,
                                   step_weights=weights.reshape(-1)))
