@@ -24,11 +24,12 @@ from . import (
                regularizers,
                saving,
                utils,
+               wrappers,
 )
 from .layers import Input
 from .models import Model, Sequential
 
 __all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "distribution",
            "initializers", "layers", "losses", "metrics", "mixed_precision", "models", "ops",
-           "optimizers", "preprocessing", "regularizers", "saving", "utils", "Input", "Model",
-           "Sequential"]
+           "optimizers", "preprocessing", "regularizers", "saving", "utils", "wrappers", "Input",
+           "Model", "Sequential"]

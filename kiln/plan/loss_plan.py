@@ -8,7 +8,8 @@ compute p - y directly).
 
 Each output with a loss gets its own labels and sample-weight arrays, filled by the trainer
 before each step; the head kernels write their stats, and metric planners add their kernels
-after them, reading the same buffers.
+after them, reading the same buffers. A sequence output is read as one row per step
+(sequence_heads.py), a cross-entropy's image output as one row per pixel (pixel_heads.py).
 """
 
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
 from ..ops.losses.head import keras_order_tag
+from .pixel_heads import as_image, pixel_buffers, pixel_rows, reads_pixels
 from .sequence_heads import as_sequence, sequence_rows
 
 
@@ -54,11 +56,33 @@ class HeadView:
     # `step_weights` are then per step, the mask (and the sample weights) of each row
     sequence: bool = False
     step_weights: np.ndarray = None
+    # an image output read by a cross-entropy as one row per pixel (pixel_heads.py):
+    # `row_labels` are the labels' bytes as rows, `step_weights` the sample weights per row
+    pixels: bool = False
+    row_labels: np.ndarray = None
 
     @property
     def metric_weights(self):
         """The sample weights a weighted metric reads, one per row it reads."""
-        return self.step_weights if self.sequence else self.weights
+        return self.step_weights if self.sequence or self.pixels else self.weights
+
+    @property
+    def classes_first(self):
+        """The classes are axis 1 of a channels_first image (not the last Keras axis)."""
+        return self.pixels and self.logits_tensor.data_format == "channels_first"
+
+    @property
+    def keras_outputs(self):
+        """A pixel view's output rows in the shape Keras shows the output (a view)."""
+        _, classes, height, width = self.logits_tensor.dims
+        image = self.outputs.reshape(len(self.labels), height, width, classes)
+        return image.transpose(0, 3, 1, 2) if self.classes_first else image
+
+    def keras_weights(self, weights):
+        """A pixel view's metric weights (ones, or one per row) as Keras is given them."""
+        if weights is self.ones:
+            return None
+        return self.weights if weights is self.step_weights else weights
 
     @property
     def skip(self):
@@ -81,6 +105,8 @@ class HeadView:
         image-shaped output's labels flattened in Keras order; a view, so the trainer's
         writes show)."""
         labels = self.labels
+        if self.row_labels is not None:
+            return self.row_labels
         if self.sequence:  # one row (or class id) per step
             return labels.reshape(labels.shape[0] * labels.shape[1], *labels.shape[2:])
         return labels if labels.ndim <= 2 else labels.reshape(len(labels), -1)
@@ -93,8 +119,17 @@ def resolve(graph, losses, batch_size):
     for loss in losses:
         tensor = graph.outputs[loss.output]
         head = loss.head
-        labels = np.zeros((batch_size, *head.label_shape(tensor.shape[1:])), np.float32)
+        head.class_axis(tensor.shape, tensor.data_format)  # a clear error for another axis
         rewrite = (graph.fused_heads or {}).get(loss.output)
+        if reads_pixels(head, tensor):
+            labels, row_labels, weights = pixel_buffers(head, tensor, batch_size)
+            # the metrics read one weight per row: ones, or the sample weights' bytes
+            views.append(HeadView(loss, labels, weights, ones=np.ones(weights.size, np.float32),
+                                  logits_tensor=tensor, fused=rewrite is not None,
+                                  rewrite=rewrite, pixels=True, row_labels=row_labels,
+                                  step_weights=weights.reshape(-1)))
+            continue
+        labels = np.zeros((batch_size, *head.label_shape(tensor.shape[1:])), np.float32)
         # a sequence output's sample weights are per step, (batch, steps), as Keras wants them
         sequence = len(tensor.shape) == 3
         weights = np.ones((batch_size, tensor.shape[1]) if sequence else batch_size, np.float32)
@@ -111,6 +146,12 @@ def plan_heads(builder, views, values, want_grad):
     for view in views:
         loss = view.loss
         x = values[id(view.logits_tensor)]
+        if view.pixels:  # one row of classes per pixel (pixel_heads.py)
+            view.outputs, view.stats, grad = loss.head.plan_rows(
+                builder, pixel_rows(builder, view, x), view.row_labels, view.step_weights,
+                loss.weight, want_grad, view.fused)
+            grads.append((view.logits_tensor, None if grad is None else as_image(grad, x.dims)))
+            continue
         # labels of an image-shaped output are read per sample as one row (Keras order)
         # (a video: TimeDistributed's per-element losses; a sequence: one row per step)
         rows = len(x.dims) in (4, 5)

@@ -1,5 +1,5 @@
-"""SpatialDropout2D, GaussianNoise, GaussianDropout, ActivityRegularization, Rescaling,
-Normalization (with adapt()) and Identity against real Keras 3 (JAX backend) through the
+"""SpatialDropout2D, GaussianNoise, GaussianDropout, AlphaDropout, ActivityRegularization,
+Rescaling, Normalization (with adapt()) and Identity against real Keras 3 (JAX backend) through the
 shared checker. The random layers are the identity in predict (compared with Keras) and their
 training forward is random on both sides, so only inference is compared for them (their
 training statistics are tested in tests/ops/test_ops_noise_rescaling.py); the others train."""
@@ -35,6 +35,7 @@ RANDOM = {
     "spatial-dropout": lambda K, f: K.layers.SpatialDropout2D(0.3, data_format=f, seed=1),
     "gaussian-noise": lambda K, f: K.layers.GaussianNoise(0.2, seed=1),
     "gaussian-dropout": lambda K, f: K.layers.GaussianDropout(0.3, seed=1),
+    "alpha-dropout": lambda K, f: K.layers.AlphaDropout(0.3, seed=1),
 }
 TRAINED = {
     "identity": lambda K, f: K.layers.Identity(),
@@ -73,6 +74,7 @@ def test_random_layers_train_the_rest_of_the_model():
         x = K.layers.Conv2D(4, 3)(inputs)
         x = K.layers.SpatialDropout2D(0.5, seed=3)(x)
         x = K.layers.GaussianDropout(0.2, seed=3)(x)
+        x = K.layers.AlphaDropout(0.1, seed=3)(x)
         x = K.layers.GaussianNoise(0.1, seed=3)(x)
         x = K.layers.GlobalAveragePooling2D()(x)
         return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
@@ -119,6 +121,8 @@ def test_normalization_adapt_matches_keras(data_format, axis):
 @pytest.mark.parametrize("build, message", [
     (lambda: kk.layers.GaussianNoise(-0.1), "argument stddev must be a float in"),
     (lambda: kk.layers.GaussianDropout(1.5), "argument rate must be a float in"),
+    (lambda: kk.layers.AlphaDropout(1.0), r"AlphaDropout.*argument rate must be a float in"),
+    (lambda: kk.layers.AlphaDropout(0.1, noise_shape=(None, 1)), "argument noise_shape"),
     (lambda: kk.layers.SpatialDropout2D(1.0), r"argument rate must be a float in \[0, 1\)"),
     (lambda: kk.layers.ActivityRegularization(l1=-1), "argument l1"),
     (lambda: kk.layers.Rescaling([1.0, 2.0]), "per-channel arrays are not supported"),

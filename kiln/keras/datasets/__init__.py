@@ -1,5 +1,5 @@
 """Small datasets, loaded like `keras.datasets`."""
 
-from . import cifar10, imdb, mnist, reuters
+from . import cifar10, cifar100, fashion_mnist, imdb, mnist, reuters
 
-__all__ = ["cifar10", "imdb", "mnist", "reuters"]
+__all__ = ["cifar10", "cifar100", "fashion_mnist", "imdb", "mnist", "reuters"]

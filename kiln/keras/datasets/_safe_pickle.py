@@ -84,7 +84,7 @@ def load_restricted(file, path):
         # encoding="bytes": Python 2 strings (keys, raw pixels) stay bytes.
         return RestrictedUnpickler(file, encoding="bytes").load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as err:
-        raise ValueError(f"{path}: not a safe CIFAR-10 pickle ({err})") from err
+        raise ValueError(f"{path}: not a safe CIFAR pickle ({err})") from err
 
 
 def to_uint8_array(value, what):

@@ -66,10 +66,14 @@ def head_for(fn, name, kwargs):
     eps = backend.epsilon()
     if fn is functions.categorical_crossentropy:
         return CategoricalCrossentropyHead(name, kwargs.get("from_logits", False),
-                                           kwargs.get("label_smoothing", 0.0), epsilon=eps)
+                                           kwargs.get("label_smoothing", 0.0), epsilon=eps,
+                                           axis=kwargs.get("axis", -1))
     if fn is functions.sparse_categorical_crossentropy:
+        if kwargs.get("ignore_class") is not None:
+            raise ValueError(f"loss '{name}': argument ignore_class is not supported by kiln "
+                             f"yet (must be None), got {kwargs['ignore_class']!r}")
         return CategoricalCrossentropyHead(name, kwargs.get("from_logits", False), sparse=True,
-                                           epsilon=eps)
+                                           epsilon=eps, axis=kwargs.get("axis", -1))
     if fn is functions.binary_crossentropy:
         return BinaryCrossentropyHead(name, kwargs.get("from_logits", False),
                                       kwargs.get("label_smoothing", 0.0), epsilon=eps)

@@ -61,12 +61,16 @@ class _KernelAccuracy(MeanMetricWrapper):
             given = "class ids" if head.sparse else "one label row per sample"
             raise ValueError(f"metric '{self.name}': the loss of its output takes {given}; "
                              f"use 'accuracy' to let kiln pick the matching accuracy")
+        if getattr(view, "classes_first", False):
+            raise ValueError(f"metric '{self.name}': Keras 3 takes the argmax over the last "
+                             "axis, the width of this channels_first output, not its classes "
+                             "(axis 1); use channels_last to get a per-pixel accuracy")
         # (the head counts every row: a sequence's masked steps too)
         if (weights is view.ones and not getattr(view, "sequence", False)
                 and self.head_accuracy is not None
                 and head.accuracy == self.head_accuracy) and (
                 head.accuracy != "binary" or self._fn_kwargs.get("threshold") == 0.5):
-            stats, count = view.stats, float(len(view.labels))
+            stats, count = view.stats, float(len(view.ones))  # one per row it counts
             state = self.state
 
             def from_head_stats():

@@ -55,6 +55,9 @@ class Metric:
 
     def after_step(self, view, weights):
         """Update from a plan's buffers after a step (Python: for metrics without a kernel)."""
+        if getattr(view, "pixels", False):  # rows per pixel: seen in the output's shape
+            self.update_state(view.labels, view.keras_outputs, view.keras_weights(weights))
+            return
         outputs = view.outputs
         if outputs is not None and outputs.shape != view.labels.shape \
                 and outputs.size == view.labels.size:

@@ -1,6 +1,7 @@
 """Mean (`keras.metrics.Mean`) and MeanMetricWrapper: the weighted mean of per-sample values.
 
-A value of shape (N, ...) is first averaged to one value per sample, then
+A value of shape (N, ...) is first averaged to one value per sample (weighted element by
+element first when the weights have more than one per sample, a per-pixel weight), then
 total += sum(w * value), count += sum(w), result = total / count, as Keras does.
 """
 
@@ -10,19 +11,23 @@ from .metric import Metric
 
 
 def samplewise(values, sample_weight):
-    """(per-sample values, per-sample weights) as Keras' reduce_to_samplewise_values."""
+    """(per-sample weighted values, per-sample weights or None) as Keras'
+    reduce_to_samplewise_values: values are averaged down to the weights' rank, multiplied by
+    them element by element (per pixel for (N, H, W) weights), then both averaged per sample."""
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 0:
         values = values.reshape(1)
-    if sample_weight is None:
-        weights = np.ones(len(values))
-    else:
+    weights = None
+    if sample_weight is not None:
         weights = np.asarray(sample_weight, dtype=np.float64)
         if weights.ndim == values.ndim + 1 and weights.shape[-1] == 1:
             weights = weights[..., 0]
+        if values.ndim > weights.ndim:
+            values = values.reshape(*values.shape[:max(weights.ndim, 1)], -1).mean(axis=-1)
+        weights = np.broadcast_to(weights, values.shape)
+        values = values * weights
         if weights.ndim > 1:
             weights = weights.reshape(len(weights), -1).mean(axis=1)
-        weights = np.broadcast_to(weights, (len(values),))
     if values.ndim > 1:
         values = values.reshape(len(values), -1).mean(axis=1)
     return values, weights
@@ -33,8 +38,8 @@ class Mean(Metric):
 
     def update_state(self, values, sample_weight=None):
         values, weights = samplewise(values, sample_weight)
-        self.state[0] += float(np.sum(values * weights))
-        self.state[1] += float(np.sum(weights))
+        self.state[0] += float(np.sum(values))
+        self.state[1] += float(len(values) if weights is None else np.sum(weights))
 
     def result(self):
         total, count = self.state

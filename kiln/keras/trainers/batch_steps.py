@@ -168,8 +168,15 @@ class BatchRunner:
             if weights.ndim == view.weights.ndim + 1 and weights.shape[-1] == 1:
                 weights = weights.reshape(weights.shape[:-1])
             if weights.shape != view.weights.shape:
-                per = "sample" if view.weights.ndim == 1 else "step of a sequence output"
+                per, hint = "sample", ""
+                if getattr(view, "pixels", False):
+                    per = "pixel of an image output, as Keras 3 multiplies the loss per pixel"
+                    if weights.shape == view.weights.shape[:1]:
+                        hint = (" (a weight per sample: np.broadcast_to(w[:, None, None], "
+                                f"{view.weights.shape}))")
+                elif view.weights.ndim > 1:
+                    per = "step of a sequence output"
                 raise ValueError(f"{where}: argument sample_weight must have one weight per "
-                                 f"{per}, shape {view.weights.shape}, got {weights.shape}")
+                                 f"{per}, shape {view.weights.shape}, got {weights.shape}{hint}")
             arrays.append(weights)
         plan.set_sample_weights(arrays)

@@ -25,9 +25,11 @@ def check_all_class_ids(model, adapter, owner):
         if not head.sparse or index >= len(ys):
             continue
         ids = ys[index]
-        if ids.ndim == 2 and ids.shape[1] == 1:
-            ids = ids.reshape(len(ids))
-        if ids.ndim != 1:
+        # one id per sample, per step of a sequence or per pixel of an image output
+        per_sample = tuple(outputs[index].shape[1:-1])
+        if ids.ndim == len(per_sample) + 2 and ids.shape[-1] == 1:
+            ids = ids.reshape(ids.shape[:-1])
+        if ids.ndim != len(per_sample) + 1 or tuple(ids.shape[1:]) != per_sample:
             continue  # the wrong shape: the first batch says what fits
         argument = "y" if len(outputs) == 1 else f"y[{index}]"
         check_class_ids(np.ascontiguousarray(ids, dtype=np.float32),

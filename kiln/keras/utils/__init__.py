@@ -291,9 +291,20 @@ class Progbar:
 
 
 # Keras's other utils, one module each (imported last: they use nothing above).
-from . import data_utils, np_utils  # noqa: E402, F401  (Keras 2 module paths)
+from ..saving.serialization import (  # noqa: E402, F401  (Keras 3 lists them in utils too)
+    CustomObjectScope,
+    custom_object_scope,
+    deserialize_keras_object,
+    get_custom_objects,
+    get_registered_name,
+    get_registered_object,
+    register_keras_serializable,
+    serialize_keras_object,
+)
+from . import data_utils, generic_utils, np_utils, vis_utils  # noqa: E402, F401  (Keras 2 paths)
 from .file_utils import get_file  # noqa: E402, F401
 from .image_dataset import image_dataset_from_directory  # noqa: E402, F401
+from .model_visualization import model_to_dot, plot_model  # noqa: E402, F401
 from .py_dataset import PyDataset, Sequence  # noqa: E402, F401
 from .random_seed import set_random_seed  # noqa: E402, F401
 from .sequence_utils import pad_sequences  # noqa: E402, F401

@@ -10,11 +10,15 @@ w.r.t. z is p * sum(y) - y (the clip's zero slope at saturation is ignored there
 logits); the probabilities form differentiates the normalization and the clip exactly.
 The kernels also count argmax hits (Keras' categorical / sparse categorical accuracy on the
 model's output), so the classic softmax + accuracy step makes one pass over (N, K).
+An image output (a segmentation map) is read as one row per pixel and planned by
+categorical_rows.py (a oneDNN softmax, then one parallel pass); `class_axis` says which
+Keras `axis` kiln takes the classes from.
 """
 
 import numpy as np
 
 from ..numba_config import SERIAL, njit
+from .categorical_rows import plan_rows
 from .head import CORRECT, LOSS, LossHead
 
 
@@ -172,21 +176,57 @@ class CategoricalCrossentropyHead(LossHead):
         label_smoothing: Keras' label_smoothing in [0, 1] (one-hot labels only).
         sparse: labels are class ids (sparse_categorical_crossentropy).
         epsilon: Keras' backend epsilon, the clip of probabilities.
+        axis: Keras' axis of the classes: the last one, or 1 of a channels_first image
+            output with one-hot labels (Keras 3 takes class ids over the last axis only).
     """
 
     fuses = "softmax"
+    # an image output is read as one row of class scores per pixel (categorical_rows.py)
+    class_rows = True
 
     def __init__(self, name, from_logits=False, label_smoothing=0.0, sparse=False,
-                 epsilon=1e-7):
+                 epsilon=1e-7, axis=-1):
         super().__init__(name, from_logits)
         self.label_smoothing = float(label_smoothing)
         self.sparse = sparse
         self.epsilon = epsilon
+        self.axis = axis
         self.accuracy = "sparse_categorical" if sparse else "categorical"
 
+    def class_axis(self, shape, data_format):
+        """The class axis (non-negative) of an output of Keras shape `shape` (batch first)
+        in `data_format`, or a ValueError naming the loss and the axis kiln cannot use."""
+        rank = len(shape)
+        axis = self.axis
+        if not isinstance(axis, int) or not -rank < axis < rank or axis % rank == 0:
+            raise ValueError(f"loss '{self.name}': argument axis must be an axis of the "
+                             f"output of shape {tuple(shape)} other than the batch axis, got "
+                             f"{axis!r}")
+        axis %= rank
+        channels_first_image = rank == 4 and data_format == "channels_first"
+        if axis == rank - 1 and not channels_first_image:
+            return axis
+        if channels_first_image and axis == 1 and not self.sparse:
+            return axis
+        if channels_first_image and axis == 1:
+            raise ValueError(f"loss '{self.name}': argument axis=1 (the classes of a "
+                             f"channels_first output of shape {tuple(shape)}) takes one-hot "
+                             "labels only: Keras 3 reads class ids over the last axis; use "
+                             "categorical_crossentropy(axis=1) with one-hot labels, or "
+                             "channels_last")
+        where = ("the channel axis of this channels_first output, axis=1" if
+                 channels_first_image else "the last axis, axis=-1")
+        raise ValueError(f"loss '{self.name}': argument axis={self.axis} is axis {axis} of "
+                         f"the output of shape {tuple(shape)}; kiln computes the "
+                         f"cross-entropy over the classes as {where}")
+
     def label_shape(self, output_shape):
-        # class ids: one per sample, or one per step of a sequence output
+        # class ids: one per sample, or one per step of a sequence (per pixel of an image)
         return tuple(output_shape[:-1]) if self.sparse else tuple(output_shape)
+
+    def plan_rows(self, builder, x, labels, weights, scale, want_grad, fused):
+        """`plan` on many rows of an image output: a oneDNN softmax, then a parallel pass."""
+        return plan_rows(self, builder, x, labels, weights, scale, want_grad, fused)
 
     def plan(self, builder, x, labels, weights, scale, want_grad, fused):
         stats = self.stats()

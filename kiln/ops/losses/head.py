@@ -43,6 +43,9 @@ class LossHead:
     # the loss is a mean over every element of a sample (binary cross-entropy, mse, ...), so
     # an image-shaped output (a segmentation map) is the same loss over its flattened pixels
     per_element = False
+    # the loss reduces over one class axis (cross-entropy): an image output is one row of
+    # classes per pixel (the head then has `class_axis` and `plan_rows`)
+    class_rows = False
 
     def __init__(self, name, from_logits=False):
         self.name = name
@@ -51,6 +54,10 @@ class LossHead:
     def can_fuse(self, activation):
         """Whether the head applies `activation` (the output node's) itself."""
         return not self.from_logits and activation is not None and activation == self.fuses
+
+    def class_axis(self, shape, data_format):
+        """The axis the loss reduces over for an output of Keras shape `shape`: the last."""
+        return len(shape) - 1
 
     def label_shape(self, output_shape):
         """Labels per sample for an output of Keras shape `output_shape` (without batch)."""
@@ -67,7 +74,7 @@ class LossHead:
         """`x` as a plain (N, features) f32 buffer and its array view. A 4D output of a
         per-element loss is reordered to the Keras order of its axes first (its features are
         then the flattened image, as the labels are)."""
-        if len(x.dims) == 4 and self.per_element:
+        if len(x.dims) == 4 and (self.per_element or x.flattened):
             desc = MemoryDesc.with_tag(x.dims, dnnl.f32, keras_order_tag(x))
             image = builder.reorder(x.memory, desc, f"{label} output to plain")
             n, features = x.dims[0], int(np.prod(x.dims[1:]))
@@ -84,8 +91,7 @@ class LossHead:
             return builder.keep(memory), memory.as_array().reshape(n, features)
         if len(x.dims) != 2:
             raise ValueError(f"loss '{label}': kiln computes this loss on outputs of shape "
-                             f"(batch, features), got dims {x.dims} (per-pixel losses: "
-                             f"binary cross-entropy and the element-wise regression losses)")
+                             f"(batch, features), got dims {x.dims}")
         desc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.ab)
         memory = builder.reorder(x.memory, desc, f"{label} output to plain")
         return memory, memory.as_array().reshape(x.dims)

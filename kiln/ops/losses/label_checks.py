@@ -21,12 +21,17 @@ def first_bad_class_id(ids, classes):
 
 
 def check_class_ids(ids, classes, context, of=" of the batch"):
-    """Raise ValueError naming `context` when `ids` (float32 (N,), or (N, steps) for a
-    sequence output) has a bad class id; `of` says what the sample number counts in."""
+    """Raise ValueError naming `context` when `ids` (float32 (N,), (N, steps) for a sequence
+    output or (N, H, W) for an image) has a bad class id; `of` says what the sample number
+    counts in."""
     flat = ids.reshape(-1)
     row = first_bad_class_id(flat, classes)
     if row >= 0:
-        sample, *step = np.unravel_index(row, ids.shape)
-        where = f"sample {int(sample)}{of}" + (f", step {int(step[0])}," if step else "")
+        sample, *place = np.unravel_index(row, ids.shape)
+        where = f"sample {int(sample)}{of}"
+        if len(place) == 1:
+            where += f", step {int(place[0])},"
+        elif place:  # an image output's class ids (batch, H, W)
+            where += f", pixel {tuple(int(i) for i in place)},"
         raise ValueError(f"{context}: {where} has class id "
                          f"{float(flat[row])!r}, expected an integer in [0, {classes})")

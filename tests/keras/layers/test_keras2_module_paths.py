@@ -23,10 +23,11 @@ KERAS2_MODULES = {
                 "GlobalMaxPooling1D", "GlobalAveragePooling1D", "GlobalMaxPooling2D",
                 "GlobalAveragePooling2D"],
     "normalization": ["BatchNormalization"],
-    "merge": ["Add", "Concatenate", "Multiply", "Average", "Maximum", "Subtract"],
+    "merge": ["Add", "Concatenate", "Multiply", "Average", "Maximum", "Minimum", "Subtract",
+              "add", "concatenate", "multiply", "average", "maximum", "minimum", "subtract"],
     "wrappers": ["TimeDistributed", "Bidirectional"],
     "advanced_activations": ["LeakyReLU", "PReLU", "ELU", "ReLU", "Softmax"],
-    "noise": ["GaussianNoise", "GaussianDropout"],
+    "noise": ["GaussianNoise", "GaussianDropout", "AlphaDropout"],
 }
 
 

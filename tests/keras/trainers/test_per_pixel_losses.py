@@ -1,7 +1,8 @@
 """Losses on image-shaped outputs (a segmentation map): binary cross-entropy after a per-pixel
 sigmoid and the element-wise regression losses are means over every pixel of a sample, as in
 Keras (the mean over the last axis, then over the rest), in both data formats; the same logs,
-history and weights as real Keras 3 after SGD epochs."""
+history and weights as real Keras 3 after SGD epochs. (Cross-entropies over the classes of each
+pixel: test_per_pixel_crossentropy_against_keras.py.)"""
 
 import pytest
 from fit_oracle import check_fit_against_keras
@@ -41,15 +42,3 @@ def test_per_pixel_sigmoid_binary_crossentropy(data_format):
 def test_per_pixel_regression_losses(data_format, loss):
     build, make_y = segmentation(data_format, None, binary=False)
     check_fit_against_keras(build, lambda K: dict(loss=loss), make_y)
-
-
-def test_a_loss_over_the_last_axis_on_an_image_output_is_refused():
-    from kiln import keras as kk
-    build, _ = segmentation("channels_last", "softmax")
-    kk.backend.clear_session()
-    model = build(kk)
-    model.compile(optimizer="sgd", loss="categorical_crossentropy")
-    import numpy as np
-    x = np.zeros((2, 6, 6, 2), np.float32)
-    with pytest.raises(ValueError, match="per-pixel losses"):
-        model.fit(x, np.zeros((2, 6, 6, 1), np.float32), verbose=0)

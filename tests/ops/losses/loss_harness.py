@@ -10,16 +10,18 @@ from kiln.plan.step_plan import plain_desc
 
 
 class HeadHarness:
-    """Args: head (a kiln.ops.losses head), n, k, label_shape (per sample), fused, scale."""
+    """Args: head (a kiln.ops.losses head), n, k, label_shape (per sample), fused, scale;
+    rows: plan the head's `plan_rows` (an image output's pixels) instead of `plan`."""
 
-    def __init__(self, head, n, k, fused=False, scale=1.0, want_grad=True):
+    def __init__(self, head, n, k, fused=False, scale=1.0, want_grad=True, rows=False):
         self.builder = PlanBuilder(ParameterStore(), training=want_grad)
         memory = Memory(plain_desc((n, k), "channels_last"))
         self.inputs = memory.as_array().reshape(n, k)
         self.labels = np.zeros((n, *head.label_shape((k,))), np.float32)
         self.weights = np.ones(n, np.float32)
-        self.outputs, self.stats, grad = head.plan(self.builder, Tensor(memory), self.labels,
-                                                   self.weights, scale, want_grad, fused)
+        plan = head.plan_rows if rows else head.plan
+        self.outputs, self.stats, grad = plan(self.builder, Tensor(memory), self.labels,
+                                              self.weights, scale, want_grad, fused)
         self.grad = grad.as_array().reshape(n, k) if grad is not None else None
         self.builder.finish()
 

@@ -102,6 +102,10 @@ def class_weight_to_sample_weights(y, class_weight):
     labels = np.asarray(y)
     if labels.ndim > 1:
         labels = np.argmax(labels, axis=-1) if labels.shape[-1] != 1 else labels[..., 0]
+    if labels.ndim > 1:  # a class per step or per pixel: Keras 3 has no weights for them
+        raise ValueError(f"fit: argument class_weight needs one class per sample, got labels "
+                         f"of shape {np.shape(y)} (a class per step or pixel); pass "
+                         "sample_weight with one weight per step or pixel instead")
     labels = np.round(labels).astype(np.int64).reshape(len(labels))
     table = {int(key): float(value) for key, value in class_weight.items()}
     weights = np.ones(len(labels), dtype=np.float32)
