@@ -86,9 +86,9 @@ WEIGHTS = {"weights_layer": "kernel", "weights_iter": "recurrent_kernel"}  # -> 
 def single_threaded(primitive):
     """Whether the primitive runs on one thread: oneDNN's common `ref` RNN implementation
     (what 3.2 picks on AVX2 for training and the GRUs' inference) forks and joins the
-    threads for every step's small GEMM and gate math; on one thread it ran 2-3x faster on
-    a shared 2-core machine (docs/performance.md, 'Sequence models'). The brgemm ones keep
-    every thread."""
+    threads for every step's small GEMM and gate math; on one thread it ran several times
+    faster on a loaded 2-core machine (docs/performance.md, 'Sequence models'). The brgemm
+    ones keep every thread."""
     return primitive.pd.implementation.startswith("ref")
 
 
