@@ -246,7 +246,7 @@ class BoundCall:
 
     def relabeled(self, label):
         """The same call under another name (a second place in a plan)."""
-        return type(self)(self.primitive, self._memories, label)
+        return BoundCall(self.primitive, self._memories, label)
 
     def run(self):
         status = lib.dnnl_primitive_execute(self.primitive.handle, cpu_stream(), self._n,
@@ -256,39 +256,6 @@ class BoundCall:
             raise DnnlError(f"{self.primitive.name} ({self.label}) execute", shapes, status)
 
 
-def _openmp():
-    """GNU libgomp, which oneDNN and numba's kernels share (ops/numba_config.py), or None."""
-    try:
-        return ctypes.CDLL("libgomp.so.1")
-    except OSError:
-        return None
-
-
-_OPENMP = _openmp()
-
-
-class SingleThreadedCall(BoundCall):
-    """A BoundCall run on one OpenMP thread (the pool's size restored after it).
-
-    For primitives made of many tiny parallel regions: oneDNN 3.2's common (`ref`) RNN
-    implementation runs a GEMM and the gate math per time step, each a fork and a barrier.
-    With a second thread the barriers cost more than the split saves, and far more when the
-    cores are shared: a barrier waits until the other thread is scheduled again
-    (docs/performance.md, 'Sequence models')."""
-
-    __slots__ = ()
-
-    def run(self):
-        if _OPENMP is None:
-            return super().run()
-        threads = _OPENMP.omp_get_max_threads()
-        _OPENMP.omp_set_num_threads(1)
-        try:
-            super().run()
-        finally:
-            _OPENMP.omp_set_num_threads(threads)
-
-
 __all__ = ["Attributes", "default_attributes", "post_op_arg", "reorder_pd", "scaled_reorder_pd",
            "sum_pd", "concat_pd", "PrimitiveDesc", "Primitive", "PrimitiveCache",
-           "primitive_cache", "BoundCall", "SingleThreadedCall"]
+           "primitive_cache", "BoundCall"]

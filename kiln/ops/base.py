@@ -104,11 +104,10 @@ class Builder(Protocol):
         on (kind, prop kind, layouts, attributes): ops pass `*descriptor(...)`
         (binding/descriptor.py), which derives both from the same arguments."""
 
-    def bind(self, primitive: Any, args: dict, label: str, single_threaded: bool = False) -> Any:
+    def bind(self, primitive: Any, args: dict, label: str) -> Any:
         """A call of `primitive` on `args` ({dnnl.ARG_*: Memory}) with the plan's shared
-        scratchpad attached, named `label` (profiles and tests read labels); run on one
-        OpenMP thread with `single_threaded`. It is not planned until passed to add_forward
-        or add_backward."""
+        scratchpad attached, named `label` (profiles and tests read labels). It is not
+        planned until passed to add_forward or add_backward."""
 
     def kernel(self, function: Callable, arguments: Iterable, label: str) -> Any:
         """A call of a compiled numba `function` on `arguments` (numpy arrays and scalars,

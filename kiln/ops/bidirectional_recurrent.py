@@ -17,7 +17,7 @@ keras/layers/bidirectional.py).
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc
 from . import recurrent_kernels as kernels
-from .recurrent import F32, TENSORS, WEIGHTS, RecurrentOp, _plain, _sequence, single_threaded
+from .recurrent import F32, TENSORS, WEIGHTS, RecurrentOp, _plain, _sequence
 from .tensor import Tensor
 
 
@@ -98,8 +98,7 @@ class BidirectionalRecurrentOp(RecurrentOp):
         if builder.training:
             workspace = args[dnnl.ARG_WORKSPACE] = builder.allocate(
                 fwd.pd.md(dnnl.query_workspace_md))
-        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward",
-                                         single_threaded(fwd)))
+        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
 
         output = sequence
         if finals is not None:
@@ -190,8 +189,7 @@ class BidirectionalRecurrentOp(RecurrentOp):
         args.update({TENSORS[key][1]: memory for key, memory in weight_grads.items()})
         args[dnnl.ARG_DIFF_BIAS] = bias_grad
         args[dnnl.ARG_WORKSPACE] = workspace
-        builder.add_backward(builder.bind(bwd, args, f"{self.name} backward",
-                                          single_threaded(bwd)))
+        builder.add_backward(builder.bind(bwd, args, f"{self.name} backward"))
         self._split_grads(builder, weight_grads, bias_grad, names)
         return [input_grad if need_input_grad[0] else None]
 

@@ -83,15 +83,6 @@ TENSORS = {
 WEIGHTS = {"weights_layer": "kernel", "weights_iter": "recurrent_kernel"}  # -> Keras names
 
 
-def single_threaded(primitive):
-    """Whether the primitive runs on one thread: oneDNN's common `ref` RNN implementation
-    (what 3.2 picks on AVX2 for training and the GRUs' inference) forks and joins the
-    threads for every step's small GEMM and gate math; on one thread it ran several times
-    faster on a loaded 2-core machine (docs/performance.md, 'Sequence models'). The brgemm
-    ones keep every thread."""
-    return primitive.pd.implementation.startswith("ref")
-
-
 def _plain(dims):
     return MemoryDesc.with_tag(dims, F32)
 
@@ -302,8 +293,7 @@ class RecurrentOp(Op):
         if builder.training:
             workspace = args[dnnl.ARG_WORKSPACE] = builder.allocate(
                 fwd.pd.md(dnnl.query_workspace_md))
-        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward",
-                                         single_threaded(fwd)))
+        builder.add_forward(builder.bind(fwd, args, f"{self.name} forward"))
         if self.kept_states is not None:  # the next batch starts from these states
             for state, final in finals.items():
                 builder.add_forward(builder.memory_kernel(
@@ -429,8 +419,7 @@ class RecurrentOp(Op):
                 {**memories, **self._weights(builder, bwd.pd, names)}.items()}
         args.update({TENSORS[key][1]: memory for key, memory in grads.items()})
         args[dnnl.ARG_WORKSPACE] = planned.workspace
-        builder.add_backward(builder.bind(bwd, args, f"{self.name} backward",
-                                          single_threaded(bwd)))
+        builder.add_backward(builder.bind(bwd, args, f"{self.name} backward"))
         if unfold is not None:
             builder.add_backward(unfold)
         keys = ("src_layer", "src_iter", "src_iter_c")[:len(planned.need_input_grad)]

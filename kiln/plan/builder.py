@@ -81,8 +81,8 @@ class PlanBuilder:
     def primitive(self, key, make_pd):
         return self.primitives.get(key, make_pd)
 
-    def bind(self, primitive, args, label, single_threaded=False):
-        return self.primitives.bind(primitive, args, label, single_threaded)
+    def bind(self, primitive, args, label):
+        return self.primitives.bind(primitive, args, label)
 
     def add_forward(self, call):
         self.forward_calls.append(call)

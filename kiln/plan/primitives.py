@@ -8,7 +8,7 @@ binding's business: this module only asks the cache with the key it is given.)
 from ..binding import constants as dnnl
 from ..binding.descriptor import reorder_descriptor
 from ..binding.memory import layout_key
-from ..binding.primitive import BoundCall, SingleThreadedCall, primitive_cache
+from ..binding.primitive import BoundCall, primitive_cache
 
 
 class Primitives:
@@ -21,13 +21,12 @@ class Primitives:
         """A ready-to-run primitive from the process cache; `make_pd()` builds it on a miss."""
         return primitive_cache.get(key, make_pd)
 
-    def bind(self, primitive, args, label, single_threaded=False):
-        """A BoundCall with the plan's shared scratchpad attached (a SingleThreadedCall with
-        `single_threaded`)."""
+    def bind(self, primitive, args, label):
+        """A BoundCall with the plan's shared scratchpad attached."""
         args = dict(args)
         if primitive.scratchpad_desc is not None:
             args[dnnl.ARG_SCRATCHPAD] = self._buffers.scratchpad(primitive.scratchpad_desc)
-        return (SingleThreadedCall if single_threaded else BoundCall)(primitive, args, label)
+        return BoundCall(primitive, args, label)
 
     def reorder_call(self, source, target, label):
         """A bound reorder from `source` into `target` (two Memory objects)."""

@@ -225,24 +225,3 @@ def test_bf16_plan_runs_the_primitive_in_f32_between_conversions():
                          go_backwards=True)
     assert analytic[index] == pytest.approx(numeric_gradient(f, x.astype(np.float64), index,
                                                              eps), rel=5e-2, abs=5e-2)
-
-
-def test_ref_primitives_run_single_threaded_and_restore_the_pool():
-    """oneDNN's `ref` RNN forks the threads for every time step: its calls run on one thread
-    (SingleThreadedCall), the brgemm ones on all; the pool's size is restored after."""
-    import ctypes
-
-    from kiln.binding.primitive import SingleThreadedCall
-    rng = np.random.default_rng(2)
-    x = rng.normal(0, 1, (N, T, C)).astype(np.float32)
-    harness = RecurrentHarness(RecurrentOp("rnn", LSTM, UNITS), x, keras_weights("lstm", rng))
-    rnn_calls = [call for call in harness.calls if call.label.startswith("rnn ")
-                 and hasattr(call, "primitive")]
-    assert [call.label for call in rnn_calls] == ["rnn forward", "rnn backward"]
-    for call in rnn_calls:
-        ref = call.primitive.pd.implementation.startswith("ref")
-        assert isinstance(call, SingleThreadedCall) == ref, call.primitive.pd.implementation
-    gomp = ctypes.CDLL("libgomp.so.1")
-    before = gomp.omp_get_max_threads()
-    harness.run([rng.normal(0, 1, (N, UNITS))])
-    assert gomp.omp_get_max_threads() == before
