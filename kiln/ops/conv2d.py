@@ -39,6 +39,14 @@ def forward_kind(builder):
     return FORWARD if _avx512[0] else dnnl.forward_inference
 # Backward-data in the layouts of forward's tensors when oneDNN's own choice differs.
 PIN_BACKWARD_DATA_LAYOUT = True
+# A convolution whose activations are pinned to a plain layout (Conv1D's (batch, steps,
+# channels) views) computes its weight gradient in oneDNN's own layouts, the input and the
+# output gradient reordered there, once the input has this many channels: oneDNN 3.2's
+# backward-weights runs 1.3-2.7x slower in nwc than in its blocked layouts, reorders included,
+# from 50 input channels up (IMDB's Conv1D(250, 3) on 50 channels: 25.6 -> 19.8 ms), but
+# faster for one channel (0.66 vs 1.16 ms) (docs/performance.md, 'Decisions and their
+# measurements').
+OWN_LAYOUT_BACKWARD_WEIGHTS_CHANNELS = 16
 
 
 def dilated_kernel(kernel, dilation):
@@ -224,8 +232,12 @@ class Conv2DOp(Op):
             fwd = forward(post_ops(activation))
         separate_add = residual is not None and fwd.pd.key == forward(NONE).pd.key
 
+        src_for_weights, dst_for_weights = self._backward_weights_descs(
+            x.dims, builder.data_type, src_any, dst_any)
+
         def backward_weights():
-            return builder.primitive(*layer.backward_weights(src_any, dst_any, fwd))
+            return builder.primitive(*layer.backward_weights(src_for_weights, dst_for_weights,
+                                                             fwd))
 
         steps = Pass(builder, self.name, lambda desc: self.kernel_value(builder, desc),
                      self._weight_grads(builder, layer.bias))
@@ -285,6 +297,16 @@ class Conv2DOp(Op):
             return MemoryDesc.any(input_dims, data_type), MemoryDesc.any(output_dims, data_type)
         return (MemoryDesc.with_tag(input_dims, data_type, self.activation_tag),
                 MemoryDesc.with_tag(output_dims, data_type, self.activation_tag))
+
+    def _backward_weights_descs(self, input_dims, data_type, src, dst):
+        """(src, diff_dst) descriptors of backward-weights: the activations' own, or oneDNN's
+        choice for a pinned plain layout on enough channels (see
+        OWN_LAYOUT_BACKWARD_WEIGHTS_CHANNELS)."""
+        if (self.activation_tag is None or self.groups != 1
+                or input_dims[1] < OWN_LAYOUT_BACKWARD_WEIGHTS_CHANNELS):
+            return src, dst
+        return (MemoryDesc.any(input_dims, data_type),
+                MemoryDesc.any(self.output_dims(input_dims), data_type))
 
     def _folded_affine(self, builder):
         """(post-ops, their execution arguments) of a folded batch norm's scale and shift."""

@@ -55,6 +55,11 @@ MODELS = {
         L.Conv1DTranspose(3, 3, strides=2, output_padding=1, **f),
         L.Conv1DTranspose(2, 3, strides=3, padding="same", output_padding=2,
                           activation="sigmoid", **f)], (3, 2)),
+    # 16 input channels and more: the weight gradient comes in oneDNN's own layouts
+    # (conv2d.OWN_LAYOUT_BACKWARD_WEIGHTS_CHANNELS), the input and gradient reordered there
+    "conv1d-many-channels": (lambda L, f: [
+        L.Conv1D(18, 3, activation="relu", **f),
+        L.Conv1D(4, 2, padding="same", **f)], (9, 20)),
     "transpose-dilated": (lambda L, f: [L.Conv1DTranspose(3, 3, dilation_rate=2, **f)],
                           (4, 2)),
     # a kernel of 1 with strides 2: oneDNN 3.2's jit_1x1 backward-weights is wrong in nhwc
