@@ -5,6 +5,7 @@ Three ways in, one kernel each for one-hot (N, K) labels and class ids (N,):
                     loss -sum(y * log(clip(p, eps, 1 - eps))) as Keras on probabilities
     from_logits     loss -sum(y * log_softmax(z)), nothing clipped
     probabilities   any other output p: normalized by its sum and clipped, as Keras does
+                    (categorical_rows.py's kernels, one row per thread, for every output)
 With label smoothing y becomes y * (1 - s) + s / K. The gradient of the fused and logits forms
 w.r.t. z is p * sum(y) - y (the clip's zero slope at saturation is ignored there, as with
 logits); the probabilities form differentiates the normalization and the clip exactly.
@@ -18,7 +19,7 @@ Keras `axis` kiln takes the classes from.
 import numpy as np
 
 from ..numba_config import SERIAL, njit
-from .categorical_rows import plan_rows
+from .categorical_rows import normalized_rows_dense, normalized_rows_sparse, plan_rows
 from .head import CORRECT, LOSS, LossHead
 
 
@@ -98,73 +99,6 @@ def softmax_crossentropy_sparse(logits, ids, weights, probabilities, grad, stats
             for j in range(k):
                 grad[row, j] = probabilities[row, j] * coefficient
             grad[row, label] -= coefficient
-    stats[LOSS] = total / n
-    stats[CORRECT] = correct
-
-
-@njit(**SERIAL)
-def normalized_crossentropy_dense(predictions, labels, weights, grad, stats, epsilon,
-                                  smoothing, scale, want_grad):
-    """Keras on probabilities: q = p / sum(p), loss -sum(y * log(clip(q)))."""
-    n, k = predictions.shape
-    total, correct = 0.0, 0.0
-    keep, spread = 1.0 - smoothing, smoothing / k
-    for row in range(n):
-        s = 0.0
-        for j in range(k):
-            s += predictions[row, j]
-        row_loss, inside = 0.0, 0.0
-        best_p, best_y, arg_p, arg_y = -np.inf, -np.inf, 0, 0
-        for j in range(k):
-            q = predictions[row, j] / s
-            y = labels[row, j] * keep + spread
-            row_loss -= y * np.log(min(max(q, epsilon), 1.0 - epsilon))
-            if epsilon < q < 1.0 - epsilon:
-                inside += y
-            if predictions[row, j] > best_p:
-                best_p, arg_p = predictions[row, j], j
-            if labels[row, j] > best_y:
-                best_y, arg_y = labels[row, j], j
-        w = weights[row]
-        total += w * row_loss
-        correct += arg_p == arg_y
-        if want_grad:
-            # d/dp_i of -sum_j y_j log(clip(p_j / s)) = (sum_j y_j m_j - y_i m_i / q_i) / s,
-            # m the clip's slope (1 inside [eps, 1 - eps], else 0)
-            coefficient = w * scale / n
-            for j in range(k):
-                q = predictions[row, j] / s
-                own = 0.0
-                if epsilon < q < 1.0 - epsilon:
-                    own = (labels[row, j] * keep + spread) / q
-                grad[row, j] = (inside - own) / s * coefficient
-    stats[LOSS] = total / n
-    stats[CORRECT] = correct
-
-
-@njit(**SERIAL)
-def normalized_crossentropy_sparse(predictions, ids, weights, grad, stats, epsilon, scale,
-                                   want_grad):
-    n, k = predictions.shape
-    total, correct = 0.0, 0.0
-    for row in range(n):
-        label = int(ids[row])
-        s = 0.0
-        best_p, arg_p = -np.inf, 0
-        for j in range(k):
-            s += predictions[row, j]
-            if predictions[row, j] > best_p:
-                best_p, arg_p = predictions[row, j], j
-        q = predictions[row, label] / s
-        w = weights[row]
-        total += w * -np.log(min(max(q, epsilon), 1.0 - epsilon))
-        correct += arg_p == label
-        if want_grad:
-            coefficient = w * scale / n
-            inside = 1.0 if epsilon < q < 1.0 - epsilon else 0.0
-            for j in range(k):
-                grad[row, j] = inside / s * coefficient
-            grad[row, label] -= inside / q / s * coefficient
     stats[LOSS] = total / n
     stats[CORRECT] = correct
 
@@ -250,10 +184,10 @@ class CategoricalCrossentropyHead(LossHead):
             outputs_memory, outputs = self.plain(builder, x, self.name)
             grad_memory, grad = self.buffer(builder, outputs.shape)
             if self.sparse:
-                function, arguments = normalized_crossentropy_sparse, (
+                function, arguments = normalized_rows_sparse, (
                     outputs, labels, weights, grad, stats, eps, scale, want_grad)
             else:
-                function, arguments = normalized_crossentropy_dense, (
+                function, arguments = normalized_rows_dense, (
                     outputs, labels, weights, grad, stats, eps,
                     np.float32(self.label_smoothing), scale, want_grad)
             label = "cross-entropy on probabilities"

@@ -81,7 +81,7 @@ def softmax_rows_dense(logits, probabilities, labels, weights, grad, stats, epsi
 @njit(**PARALLEL)
 def normalized_rows_sparse(predictions, ids, weights, grad, stats, epsilon, scale, want_grad):
     """Keras on probabilities: q = p / sum(p), loss -log(clip(q[label])), differentiated
-    exactly (as categorical.normalized_crossentropy_sparse, one row per thread)."""
+    exactly, one row per thread (also categorical.py's kernel on a (batch, classes) output)."""
     n, k = predictions.shape
     total, correct = 0.0, 0.0
     for row in prange(n):
@@ -108,7 +108,9 @@ def normalized_rows_sparse(predictions, ids, weights, grad, stats, epsilon, scal
 @njit(**PARALLEL)
 def normalized_rows_dense(predictions, labels, weights, grad, stats, epsilon, smoothing, scale,
                           want_grad):
-    """As categorical.normalized_crossentropy_dense, one row per thread."""
+    """Keras on probabilities: q = p / sum(p), loss -sum(y * log(clip(q))) with smoothed
+    labels, differentiated exactly (the clip's slope is 0 outside [eps, 1 - eps]), one row
+    per thread."""
     n, k = predictions.shape
     keep, spread = 1.0 - smoothing, smoothing / k
     total, correct = 0.0, 0.0
