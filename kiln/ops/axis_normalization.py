@@ -59,13 +59,23 @@ def group_view(shape, channel_axis, groups):
 
 
 def keras_order_view(builder, memory, dims, data_format, flattened, view_dims, label,
-                     backward=False):
-    """`memory` (logical `dims`, any layout) reordered to its plain Keras order (no call when
-    it is already), seen with `view_dims` over the same bytes."""
-    data_type = memory.desc.data_type
+                     backward=False, data_type=dnnl.f32):
+    """`memory` (logical `dims`, any layout and type) reordered to its plain Keras order in
+    `data_type` (no call when it already is), seen with `view_dims` over the same bytes."""
     plain = builder.reorder(memory, keras_layout(dims, data_format, flattened, data_type),
                             label, backward=backward)
     return builder.keep(plain).view(MemoryDesc.with_tag(view_dims, data_type))
+
+
+def in_type(builder, memory, data_type, dims, data_format, flattened, label, backward=False):
+    """`memory` (plain Keras order) converted to `data_type` by a reorder (the forward list,
+    or the backward one); `memory` itself when it has that type. Keras computes these
+    normalizations in f32 whatever the activations' type, so a bf16 plan converts at the
+    edges when the computation is f32."""
+    if memory.desc.data_type == data_type:
+        return memory
+    return builder.reorder(memory, keras_layout(dims, data_format, flattened, data_type),
+                           label, backward=backward)
 
 
 def tensor_view(builder, view_desc, dims, data_format, flattened):
@@ -108,12 +118,9 @@ class AxisNormalizationOp(Op):
         return {short: weight_dims(count) for short in (self.gamma, self.beta) if short}
 
     def forward(self, builder, x, need_input_grad=True):
-        context = f"{self.kind} '{self.name}'"
-        if x.memory.desc.data_type != dnnl.f32:
-            raise ValueError(f"{context}: this normalization runs as a numba kernel on f32 "
-                             f"activations only, got {x.memory.desc!r}; expected the "
-                             f"'float32' policy")
         view = self._view(x.dims)
+        # the kernels compute in f32: bf16 activations are converted at the edges
+        convert = (x.memory.desc.data_type, x.dims, self.data_format, self.flattened)
         flat = (int(np.prod(x.dims)),)
         source = keras_order_view(builder, x.memory, x.dims, self.data_format, self.flattened,
                                   flat, f"{self.name} input to Keras order")
@@ -152,6 +159,8 @@ class AxisNormalizationOp(Op):
             builder.add_backward(builder.memory_kernel(kernels.normalize_input_grad_kernel, (
                 source, grad, input_grad, gamma, statistics, *shape, self.mode, *layout,
                 self.gamma is not None), f"{self.name} input gradient"))
-            return input_grad_tensor
+            return in_type(builder, input_grad_tensor, *convert,
+                           f"{self.name} input gradient to activation type", backward=True)
 
-        return x.with_memory(output_tensor), backward
+        return x.with_memory(in_type(builder, output_tensor, *convert,
+                                     f"{self.name} output to activation type")), backward

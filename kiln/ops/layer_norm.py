@@ -9,8 +9,9 @@ input gradient the same way, without copies.
 
 Training plans run forward_training, keeping each row's mean and variance in plan buffers for
 backward, which gives the input gradient and the gamma (scale) / beta (shift) gradients in
-one call. Keras computes in f32; bf16 activations with f32 scale and shift are asked of
-oneDNN, and a CPU without a bf16 implementation gets a clear error.
+one call. bf16 activations with f32 scale and shift are asked of oneDNN first; where oneDNN
+has no bf16 implementation (oneDNN 3.2 below AVX-512), the rows are converted to f32 and the
+output back to bf16, as Keras computes a layer normalization in f32 whatever the policy.
 
 Every other case (axes in the middle, `rms_scaling`) is an AxisNormalizationOp: `layer_norm_op`
 picks the path.
@@ -23,6 +24,7 @@ from ..binding.memory import MemoryDesc
 from . import axis_normalization_kernels as kernels
 from .axis_normalization import (
     AxisNormalizationOp,
+    in_type,
     keras_order_view,
     layer_view,
     tensor_view,
@@ -90,13 +92,13 @@ class LayerNormOp(Op):
         (y, backward)."""
         name, flags = self.name, self._flags()
         matrix = self._matrix(x.dims)
-        data_type = x.memory.desc.data_type
-        desc = MemoryDesc.with_tag(matrix, data_type)
         stat_desc = MemoryDesc.with_tag((matrix[0],), dnnl.f32)
         weight_desc = MemoryDesc.with_tag((matrix[1],), dnnl.f32)
-        fwd = self._forward_primitive(builder, desc, stat_desc)
+        desc, fwd = self._forward_primitive(builder, x.memory.desc.data_type, matrix, stat_desc)
+        data_type = desc.data_type
+        convert = (x.memory.desc.data_type, x.dims, self.data_format, self.flattened)
         source = keras_order_view(builder, x.memory, x.dims, self.data_format, self.flattened,
-                                  matrix, f"{name} input to Keras order")
+                                  matrix, f"{name} input to Keras order", data_type=data_type)
         output, output_tensor = tensor_view(builder, desc, x.dims, self.data_format,
                                             self.flattened)
         statistics = (builder.allocate(stat_desc), builder.allocate(stat_desc))
@@ -120,7 +122,7 @@ class LayerNormOp(Op):
                 bwd_prop, desc, desc, desc, stat_desc, self.epsilon, flags, fwd.pd))
             grad = keras_order_view(builder, output_grad, x.dims, self.data_format,
                                     self.flattened, matrix, f"{name} gradient to Keras order",
-                                    backward=True)
+                                    backward=True, data_type=data_type)
             input_grad, input_grad_tensor = tensor_view(builder, desc, x.dims,
                                                         self.data_format, self.flattened)
             bwd_args = {dnnl.ARG_SRC: source, dnnl.ARG_DIFF_DST: grad,
@@ -138,21 +140,28 @@ class LayerNormOp(Op):
                     # oneDNN may write both weight gradients whenever the flags are set
                     bwd_args[arg] = builder.allocate(weight_desc)
             builder.add_backward(builder.bind(bwd, bwd_args, f"{name} backward"))
-            return input_grad_tensor if need_input_grad else None
+            if not need_input_grad:
+                return None
+            return in_type(builder, input_grad_tensor, *convert,
+                           f"{name} input gradient to activation type", backward=True)
 
-        return x.with_memory(output_tensor), backward
+        return x.with_memory(in_type(builder, output_tensor, *convert,
+                                     f"{name} output to activation type")), backward
 
-    def _forward_primitive(self, builder, desc, stat_desc):
-        shapes = f"LayerNormalization '{self.name}' input {desc!r}"
-        try:
-            return builder.primitive(*descriptor(
-                "dnnl_layer_normalization_forward_primitive_desc_create",
-                "layer normalization forward", shapes, builder.prop_kind, desc, desc,
-                stat_desc, self.epsilon, self._flags()))
-        except DnnlError as error:
-            if desc.data_type != dnnl.bf16:
-                raise
-            raise RuntimeError(
-                f"LayerNormalization '{self.name}': oneDNN has no bf16 layer normalization "
-                f"on this CPU (status '{error.status}' for input {desc!r}); expected f32 "
-                f"activations: use the 'float32' policy") from error
+    def _forward_primitive(self, builder, data_type, matrix, stat_desc):
+        """(layout of the rows, forward primitive) in the activations' type; in f32 when
+        oneDNN has no bf16 layer normalization on this CPU (3.2 has one only from AVX-512
+        on): the input is then converted to f32 and the output back, which is what Keras
+        computes anyway (layer normalization in at least f32)."""
+        types = (data_type,) if data_type == dnnl.f32 else (data_type, dnnl.f32)
+        for index, kind in enumerate(types):
+            desc = MemoryDesc.with_tag(matrix, kind)
+            try:
+                return desc, builder.primitive(*descriptor(
+                    "dnnl_layer_normalization_forward_primitive_desc_create",
+                    "layer normalization forward", f"LayerNormalization '{self.name}' input "
+                    f"{desc!r}", builder.prop_kind, desc, desc, stat_desc, self.epsilon,
+                    self._flags()))
+            except DnnlError as error:
+                if index == len(types) - 1 or error.status != "unimplemented":
+                    raise

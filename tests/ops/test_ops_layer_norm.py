@@ -153,3 +153,53 @@ def test_group_normalization(shape, groups, channel_axis, data_format):
 def test_layer_normalization_non_consecutive_axes_error():
     with pytest.raises(ValueError, match=r"LayerNormalization 'ln'.*axis.*consecutive"):
         layer_norm_op("ln", [1, 3], rank=4).output_dims((2, 5, 3, 4))
+
+
+class ToBF16Op:
+    """A test-only op: its input converted to bf16 (the gradient back to f32), so the op after
+    it sees a bf16 plan's activations."""
+
+    name = "to_bf16"
+    arity = 1
+    per_image = False
+
+    def parameter_dims(self, input_dims):
+        return {}
+
+    def output_dims(self, input_dims):
+        return tuple(input_dims)
+
+    def forward(self, builder, x, need_input_grad=True):
+        from kiln.binding import constants as dnnl
+        from kiln.ops.reshape import keras_layout
+
+        def converted(memory, data_type, backward):
+            return builder.reorder(memory, keras_layout(x.dims, x.data_format, x.flattened,
+                                                        data_type), "convert", backward)
+
+        return (x.with_memory(converted(x.memory, dnnl.bf16, False)),
+                lambda grad: converted(grad, dnnl.f32, True))
+
+
+@pytest.mark.parametrize("axes", [[2], [1]], ids=["onednn", "numba"])
+def test_bf16_activations_are_normalized_in_f32(axes):
+    """bf16 in and out, f32 inside (oneDNN's bf16 kernel where the CPU has one)."""
+    from kiln.binding import constants as dnnl
+
+    x, dy = _data((3, 5, 8))
+    op = layer_norm_op("ln", axes, EPSILON, rank=3)
+    count = int(np.prod([x.shape[a] for a in axes]))
+    params = {"ln/gamma": np.linspace(0.5, 2, count), "ln/beta": np.linspace(-1, 1, count)}
+    result, harness = check_op([ToBF16Op(), op], x, params, dy, lambda x, p: normalized_reference(
+        x.astype(np.float32).astype(np.float64), axes, kernels.CENTERED, EPSILON,
+        p["ln/gamma"], p["ln/beta"]), rtol=2e-2, atol=2e-2, numeric=False)
+    assert harness.output_tensor.memory.desc.data_type == dnnl.bf16
+    rounded = x.astype(np.float64)  # what ToBF16Op keeps of x, roughly: compare loosely
+    f32, _ = check_op(op, rounded, params, dy, lambda x, p: normalized_reference(
+        x, axes, kernels.CENTERED, EPSILON, p["ln/gamma"], p["ln/beta"]), numeric=False,
+        rtol=1e-3, atol=1e-3)
+    scale = np.abs(f32.input_grad).max()
+    np.testing.assert_allclose(result.input_grad, f32.input_grad, atol=0.05 * scale)
+    for name in params:
+        np.testing.assert_allclose(result.param_grads[name], f32.param_grads[name],
+                                   atol=0.05 * np.abs(f32.param_grads[name]).max())
