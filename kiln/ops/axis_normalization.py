@@ -140,6 +140,8 @@ class AxisNormalizationOp(Op):
         def backward(output_grad):
             wanted = [short is not None and builder.wants_grad(f"{self.name}/{short}")
                       for short in (self.gamma, self.beta)]
+            if not need_input_grad and not any(wanted):
+                return None
             grad = keras_order_view(builder, output_grad, x.dims, self.data_format,
                                     self.flattened, flat, f"{self.name} gradient to Keras order",
                                     backward=True)

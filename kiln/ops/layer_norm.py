@@ -115,11 +115,12 @@ class LayerNormOp(Op):
                       dnnl.ARG_DIFF_SHIFT: self.center and builder.wants_grad(f"{name}/beta")}
             if not need_input_grad and not any(wanted.values()):
                 return None
-            bwd_prop = dnnl.backward if any(wanted.values()) else dnnl.backward_data
+            # always `backward`: oneDNN 3.2 has no backward_data layer normalization with
+            # use_scale / use_shift (a frozen layer's weight gradients go to scratch buffers)
             bwd = builder.primitive(*descriptor(
                 "dnnl_layer_normalization_backward_primitive_desc_create",
                 "layer normalization backward", f"LayerNormalization '{name}' input {desc!r}",
-                bwd_prop, desc, desc, desc, stat_desc, self.epsilon, flags, fwd.pd))
+                dnnl.backward, desc, desc, desc, stat_desc, self.epsilon, flags, fwd.pd))
             grad = keras_order_view(builder, output_grad, x.dims, self.data_format,
                                     self.flattened, matrix, f"{name} gradient to Keras order",
                                     backward=True, data_type=data_type)

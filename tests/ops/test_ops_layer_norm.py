@@ -4,7 +4,7 @@ central differences."""
 
 import numpy as np
 import pytest
-from op_checker import CHANNELS_FIRST, CHANNELS_LAST, check_op
+from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op
 
 from kiln.ops import axis_normalization_kernels as kernels
 from kiln.ops.axis_normalization import AxisNormalizationOp, group_view, layer_view
@@ -203,3 +203,22 @@ def test_bf16_activations_are_normalized_in_f32(axes):
     for name in params:
         np.testing.assert_allclose(result.param_grads[name], f32.param_grads[name],
                                    atol=0.05 * np.abs(f32.param_grads[name]).max())
+
+
+@pytest.mark.parametrize("axes", [[2], [1]], ids=["onednn", "numba"])
+def test_frozen_weights_and_no_input_gradient(axes):
+    """A frozen layer still passes its input gradient back (oneDNN's backward_data); the first
+    layer of a model computes its weight gradients without one."""
+    x, dy = _data((3, 5, 8))
+    count = int(np.prod([x.shape[a] for a in axes]))
+    params = {"ln/gamma": np.linspace(0.5, 2, count), "ln/beta": np.linspace(-1, 1, count)}
+    op = layer_norm_op("ln", axes, EPSILON, rank=3)
+    whole = OpHarness(op, x, params).run(x, dy)
+    frozen = OpHarness(op, x, params, frozen=tuple(params)).run(x, dy)
+    np.testing.assert_allclose(frozen.input_grad, whole.input_grad, rtol=1e-5, atol=1e-6)
+    assert frozen.param_grads["ln/gamma"].shape == (count,)
+    without = OpHarness(op, x, params, need_input_grad=False).run(x, dy)
+    assert without.input_grad is None
+    for name in params:
+        np.testing.assert_allclose(without.param_grads[name], whole.param_grads[name],
+                                   rtol=1e-5, atol=1e-6)

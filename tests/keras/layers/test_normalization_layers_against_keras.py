@@ -34,7 +34,9 @@ def rank2(K):
     y = K.layers.Dense(6)(x)
     y = K.layers.LayerNormalization(center=False, gamma_initializer="random_uniform")(y)
     y = K.layers.LayerNormalization(scale=False, beta_initializer="random_normal")(y)
+    y = K.layers.LayerNormalization(trainable=False, **RANDOM)(y)  # frozen: no weight moves
     y = K.layers.GroupNormalization(groups=3, **RANDOM)(y)
+    y = K.layers.GroupNormalization(groups=2, trainable=False, **RANDOM)(y)
     y = K.layers.RMSNormalization()(y)
     y = K.layers.UnitNormalization()(y)
     return K.Model(x, head(K, y))
