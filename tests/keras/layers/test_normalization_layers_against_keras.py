@@ -161,3 +161,16 @@ def test_bad_axes_and_groups_name_the_layer_and_the_argument(make, shape, messag
 def test_bad_constructor_arguments(make, message):
     with pytest.raises(ValueError, match=f"'bad': {message}"):
         make()
+
+
+def test_the_mask_rides_through_layer_normalization():
+    """Keras's LayerNormalization passes its input's mask on (to the LSTM here)."""
+    ids = np.array([[1, 2, 0, 0], [3, 1, 2, 0], [2, 2, 2, 1]], np.int32)
+
+    def build(K):
+        x = K.Input((4,), dtype="int32")
+        y = K.layers.Embedding(5, 6, mask_zero=True)(x)
+        y = K.layers.LayerNormalization(gamma_initializer="random_uniform")(y)
+        return K.Model(x, K.layers.Dense(3, activation="softmax")(K.layers.LSTM(3)(y)))
+
+    check_against_keras(build, optimizers=["sgd"], steps=1, inputs=ids)
