@@ -64,6 +64,7 @@ LAYER_CASES = [  # input shape, Keras axes, rms_scaling, center, scale, expected
     ((3, 5, 8), [2], False, True, True, LayerNormOp),
     ((3, 5, 8), [2], False, False, True, LayerNormOp),
     ((3, 5, 8), [2], False, True, False, LayerNormOp),
+    ((3, 5, 8), [2], False, False, False, LayerNormOp),
     ((3, 5, 8), [1, 2], False, True, True, LayerNormOp),
     ((2, 3, 4, 5), [3], False, True, True, LayerNormOp),
     ((2, 3, 4, 5), [2, 3], False, True, True, LayerNormOp),
