@@ -113,6 +113,10 @@ DECLARATIONS = {
         (status_t, [PH, H, c_int, H, H, c_float, ctypes.c_uint, H]),
     "dnnl_batch_normalization_backward_primitive_desc_create":
         (status_t, [PH, H, c_int, H, H, H, c_float, ctypes.c_uint, H, H]),
+    "dnnl_layer_normalization_forward_primitive_desc_create":
+        (status_t, [PH, H, c_int, H, H, H, c_float, ctypes.c_uint, H]),
+    "dnnl_layer_normalization_backward_primitive_desc_create":
+        (status_t, [PH, H, c_int, H, H, H, H, c_float, ctypes.c_uint, H, H]),
     "dnnl_post_ops_append_binary": (status_t, [H, c_int, H]),
     # (post_ops, scale, zero_point, data_type): dst = conv(...) + scale * dst_before
     "dnnl_post_ops_append_sum": (status_t, [H, c_float, c_int32, c_int]),

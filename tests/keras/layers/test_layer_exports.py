@@ -31,6 +31,9 @@ EXPORTED += [
     "Cropping1D", "GlobalMaxPool1D", "GlobalMaxPooling1D", "MaxPool1D", "MaxPooling1D",
     "RepeatVector", "SpatialDropout1D", "UpSampling1D", "ZeroPadding1D",
 ]
+# the normalizations of transformers and image models
+EXPORTED += ["GroupNormalization", "LayerNormalization", "RMSNormalization",
+             "UnitNormalization"]
 # wrappers
 EXPORTED += ["TimeDistributed"]
 # the RNN wrapper and its cells
