@@ -5,9 +5,11 @@ Two forms:
 - two input tensors (arity None), attention-style: A (..., M, K) times B (..., K, N), or
   B (..., N, K) read transposed (`transpose_b`, as in einsum "bqd,bkd->bqk"); the leading
   (batch) axes are equal.
-- a tensor times a trainable (K, N) parameter the op owns (arity 1; `weight` = (short name,
-  (K, N))), contracting the tensor's last Keras axis at any rank: the tensor's Keras-ordered
-  bytes are seen as one (M, K) matrix, M the product of the other axes.
+- a tensor times a trainable parameter the op owns (arity 1; `weight` = (short name, Keras
+  kernel shape)), contracting the tensor's last `contract` Keras axes with the kernel's first
+  `contract` axes at any rank (EinsumDense's "abc,cde->abde" and "abcd,cde->abe"): the
+  tensor's Keras-ordered bytes are seen as one (M, K) matrix, M the product of the other axes,
+  and the kernel's as (K, N), K and N the products of its contracted and its output axes.
 
 Operands are read in plain Keras row-major order (a 4D channels_last tensor's logical dims
 are (N, C, H, W) in nhwc, so its bytes already are). Backward is two matmuls,
@@ -46,17 +48,30 @@ class BatchedMatmulOp(Op):
         name: the op's (layer's) name.
         data_format: how Keras sees the inputs' 4D logical dims (their last Keras axis).
         transpose_b: two inputs only: B is (..., N, K) and read transposed.
-        weight: None (two inputs), or (short name, (K, N)): x times the parameter
-            "<name>/<short name>", Keras's (K, N) layout.
+        weight: None (two inputs), or (short name, kernel shape): x times the parameter
+            "<name>/<short name>", Keras's row-major layout ((K, N) for a plain matmul).
+        contract: with a weight, how many trailing axes of x (leading axes of the kernel)
+            the product sums over; the kernel's other axes end the output's shape.
     """
 
-    def __init__(self, name, data_format=CHANNELS_LAST, transpose_b=False, weight=None):
+    def __init__(self, name, data_format=CHANNELS_LAST, transpose_b=False, weight=None,
+                 contract=1):
         if weight is not None and transpose_b:
             raise ValueError(f"BatchedMatmul '{name}': transpose_b applies to two inputs only")
         self.name, self.data_format, self.transpose_b = name, data_format, transpose_b
         self.weight = None if weight is None else (str(weight[0]),
                                                    tuple(int(d) for d in weight[1]))
         self.arity = None if weight is None else 1
+        self.contract = int(contract)
+        if weight is not None and not 1 <= self.contract < len(self.weight[1]):
+            raise ValueError(f"BatchedMatmul '{name}': contract={contract} must leave at "
+                             f"least one output axis of the kernel {self.weight[1]}")
+
+    @property
+    def _kernel_matrix(self):
+        """The kernel as the (K, N) matrix its row-major bytes are."""
+        shape = self.weight[1]
+        return (int(np.prod(shape[:self.contract])), int(np.prod(shape[self.contract:])))
 
     @property
     def parameter_name(self):
@@ -65,7 +80,7 @@ class BatchedMatmulOp(Op):
     def parameter_dims(self, input_dims):
         if self.weight is None:
             return {}
-        return {self.weight[0]: (self.weight[1], dnnl.ab)}
+        return {self.weight[0]: (self._kernel_matrix, dnnl.ab)}
 
     def _keras_shapes(self, input_dims):
         return [keras_shape(d, self.data_format) for d in
@@ -74,10 +89,11 @@ class BatchedMatmulOp(Op):
     def output_keras_shape(self, shapes):
         label = f"BatchedMatmul '{self.name}'"
         if self.weight is not None:
-            (a,), (k, n) = shapes, self.weight[1]
-            if a[-1] != k:
-                raise ValueError(f"{label}: input shape {a} must end in the weight's {k} rows")
-            return (*a[:-1], n)
+            (a,), c, kernel = shapes, self.contract, self.weight[1]
+            if len(a) <= c or tuple(a[-c:]) != kernel[:c]:
+                raise ValueError(f"{label}: input shape {a} must end in the kernel's "
+                                 f"contracted axes {kernel[:c]} (kernel shape {kernel})")
+            return (*a[:-c], *kernel[c:])
         if len(shapes) != 2:
             raise ValueError(f"{label}: takes exactly 2 inputs, got {len(shapes)}")
         a, b = shapes
@@ -166,14 +182,14 @@ class BatchedMatmulOp(Op):
 
     def _forward_weight(self, builder, x, need_input_grad):
         shape = keras_shape(x.dims, self.data_format)
-        k, n = self.weight[1]
-        rows = int(np.prod(shape[:-1]))
-        out_shape = (*shape[:-1], n)
+        k, n = self._kernel_matrix
+        out_shape = self.output_keras_shape([shape])
+        rows = int(np.prod(shape[:-self.contract]))
         a = self._plain(builder, x.memory, x.dims, f"{self.name} input")
         a2 = a.view(row_major((rows, k)))
         w = builder.param(self.parameter_name, row_major((k, n)))
         out = builder.keep(builder.allocate(row_major(out_shape)))
-        self._matmul(builder, a2, w, out.view(row_major((rows, n))) if len(out_shape) != 2
+        self._matmul(builder, a2, w, out.view(row_major((rows, n))) if out_shape != (rows, n)
                      else out, f"{self.name} forward", False)
         output = self._as_logical(builder, out, out_shape)
 
