@@ -35,6 +35,9 @@ EXPORTED += [
 EXPORTED += ["TimeDistributed"]
 # the RNN wrapper and its cells
 EXPORTED += ["RNN", "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
+# attention
+EXPORTED += ["AdditiveAttention", "Attention", "Dot", "EinsumDense", "MultiHeadAttention",
+             "dot"]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
 
