@@ -112,6 +112,18 @@ def test_attention_mask_as_keras_a_row_masked_everywhere_included():
     check_against_keras(attention_mask_model, inputs=inputs, optimizers=("sgd",), steps=1)
 
 
+def test_an_int32_attention_mask_as_keras():
+    def build(K):
+        query, mask = K.Input((5, 6)), K.Input((5, 5), dtype="int32")
+        x = K.layers.MultiHeadAttention(2, 3, name="mha")(query, query, attention_mask=mask)
+        return K.Model([query, mask], K.layers.Flatten()(x))
+
+    rng = np.random.default_rng(4)
+    inputs = [rng.standard_normal((6, 5, 6)).astype(np.float32),
+              (rng.random((6, 5, 5)) > 0.3).astype(np.int32) * 3]  # nonzero attends
+    check_against_keras(build, inputs=inputs, train=False)
+
+
 def causal_model(K):
     inputs = K.Input((6, 4))
     x = K.layers.MultiHeadAttention(2, 4, name="mha")(inputs, inputs, use_causal_mask=True)
