@@ -1,19 +1,21 @@
-"""einsum of two tensors inside a model, in any axis order: a batched matmul between reorders.
+"""einsum of two tensors inside a model, in any axis order: one batched matmul reading and
+writing permuted axes.
 
 Multi-head attention writes its products with the heads axis in the middle:
 `einsum("aecd,abcd->acbe", key, query)` (scores) and `einsum("acbe,aecd->abcd", scores,
 value)` (the weighted values). Such an equation names batch axes (in both operands and the
 output), one contracted axis (in both operands, not the output) and one free axis per operand.
-It is planned as: each operand reordered (PermuteOp) to (batch..., free, contracted), unless it
-already is, or its B to (batch..., contracted, free); one BatchedMatmulOp; the result reordered
-to the output's order, unless it already is. The operands are swapped when that saves the last
-reorder (A·B = (Bᵀ·Aᵀ)ᵀ: the output's free axis order decides which operand is A). Every
-reorder is one oneDNN primitive with its reverse as backward, allocated once in the plan.
+It is planned as one BatchedMatmulOp with `permutes`: A read as (batch..., free,
+contracted), B as (batch..., contracted, free) or (batch..., free, contracted) (read
+transposed), whichever its order already is closer to, the product written in the output's
+order. The copies into plain buffers the op makes anyway are then transposing copies; the
+result costs one more only when the output's order is not the product's. The operands are
+swapped when that saves it (A·B = (Bᵀ·Aᵀ)ᵀ: the output's free axis order decides which operand
+is A).
 """
 
 from ...graph.symbolic import apply
 from ...ops.batched_matmul import BatchedMatmulOp
-from ...ops.permute import PermuteOp
 from .core import keras_axes_to_logical, op_name, where
 
 
@@ -35,15 +37,6 @@ def axis_roles(s1, s2, output):
     return batch, contracted[0], free1[0], free2[0]
 
 
-def _permuted(x, letters, target):
-    """`x` (axes named `letters`) reordered to `target`: a PermuteOp, or x itself."""
-    if letters == target:
-        return x
-    keras_axes_to_logical(x)  # refuses tensors flattened from 4D, by name
-    axes = [letters.index(c) for c in target]
-    return apply(PermuteOp(op_name("einsum_transpose"), axes[1:], x.data_format), x)
-
-
 def pair_einsum(s1, s2, output, x1, x2):
     """The planned product of `einsum(f"{s1},{s2}->{output}", x1, x2)`, or None when the
     equation is not a pair product (see axis_roles)."""
@@ -57,12 +50,16 @@ def pair_einsum(s1, s2, output, x1, x2):
     # A's free axis is the output's second to last when the output ends in the free axes
     if output.endswith(n + m):
         (s1, x1, m), (s2, x2, n) = (s2, x2, n), (s1, x1, m)
-    a = _permuted(x1, s1, batch + m + k)
+    for x in (x1, x2):
+        keras_axes_to_logical(x)  # refuses tensors flattened from 4D, by name
     transpose_b = s2 != batch + k + n
-    b = _permuted(x2, s2, batch + (n + k if transpose_b else k + n))
-    op = BatchedMatmulOp(op_name("einsum"), a.data_format, transpose_b=transpose_b)
+    read_b = batch + (n + k if transpose_b else k + n)
+    permutes = ([s1.index(c) for c in batch + m + k], [s2.index(c) for c in read_b],
+                [(batch + m + n).index(c) for c in output])
+    op = BatchedMatmulOp(op_name("einsum"), x1.data_format, transpose_b=transpose_b,
+                         permutes=permutes)
     try:
-        op.output_dims([a.dims, b.dims])
+        op.output_dims([x1.dims, x2.dims])
     except ValueError as error:
         raise ValueError(f"{where()}: keras.ops.einsum: {error}") from None
-    return _permuted(apply(op, [a, b]), batch + m + n, output)
+    return apply(op, [x1, x2])
