@@ -27,6 +27,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from ..binding.memory import Memory, MemoryDesc
+from ..binding.post_ops import NONE, eltwise
 from .base import Op
 from .merge import needed
 from .pad_crop import copy
@@ -82,13 +83,18 @@ class BatchedMatmulOp(Op):
         permutes: two inputs only: None, or (A's, B's, the result's) Keras axis permutations
             (each None or starting with 0): the product of transpose(A, pa) and
             transpose(B, pb), returned as transpose(product, pc).
+        scale: two inputs only: the product times this number, a post-op of the matmul (and
+            of both backward matmuls): attention's 1/sqrt(key_dim) without a pass of its own.
     """
 
     def __init__(self, name, data_format=CHANNELS_LAST, transpose_b=False, weight=None,
-                 contract=1, permutes=None):
-        if weight is not None and (transpose_b or permutes is not None):
-            raise ValueError(f"BatchedMatmul '{name}': transpose_b and permutes apply to two "
-                             "inputs only")
+                 contract=1, permutes=None, scale=1.0):
+        if weight is not None and (transpose_b or permutes is not None or scale != 1.0):
+            raise ValueError(f"BatchedMatmul '{name}': transpose_b, permutes and scale apply "
+                             "to two inputs only")
+        self.scale = float(scale)
+        self._post_ops = (NONE if self.scale == 1.0
+                          else eltwise(dnnl.eltwise_linear, self.scale, 0.0))
         self.permutes = None if permutes is None else tuple(
             None if p is None else tuple(int(a) for a in p) for p in permutes)
         if self.permutes is not None and (len(self.permutes) != 3 or any(
@@ -182,11 +188,11 @@ class BatchedMatmulOp(Op):
         return builder.keep(memory).view(keras_layout(dims, self.data_format, False,
                                                       dnnl.f32))
 
-    def _matmul(self, builder, src, weights, dst, label, backward):
+    def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE):
         primitive = builder.primitive(*descriptor(
             "dnnl_matmul_primitive_desc_create", "matmul",
             f"{label} {src.desc.dims} x {weights.desc.dims}", src.desc, weights.desc, None,
-            dst.desc))
+            dst.desc, post_ops=post_ops))
         call = builder.bind(primitive, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights,
                                         dnnl.ARG_DST: dst}, label)
         (builder.add_backward if backward else builder.add_forward)(call)
@@ -241,7 +247,8 @@ class BatchedMatmulOp(Op):
         b = self._gather(builder, tensors[1].memory, tensors[1].dims, pb, f"{self.name} input 1")
         b_read = b.view(transposed(reads[1])) if self.transpose_b else b
         product = builder.allocate(row_major(product_shape))
-        self._matmul(builder, a, b_read, product, f"{self.name} forward", False)
+        self._matmul(builder, a, b_read, product, f"{self.name} forward", False,
+                     self._post_ops)
         if pc == tuple(range(rank)):
             out = product
         else:  # the result written out in the output's axis order
@@ -259,7 +266,8 @@ class BatchedMatmulOp(Op):
             if need[0]:  # dA = dC · Bᵀ
                 b_t = b if self.transpose_b else b.view(transposed(reads[1]))
                 grad = builder.allocate(row_major(reads[0]))
-                self._matmul(builder, g, b_t, grad, f"{self.name} backward 0", True)
+                self._matmul(builder, g, b_t, grad, f"{self.name} backward 0", True,
+                             self._post_ops)
                 grads[0] = self._scatter(builder, grad, reads[0], pa,
                                          f"{self.name} backward 0 order")
             if need[1]:  # dB = Aᵀ · dC, or (dC)ᵀ · A when B is read transposed
@@ -268,7 +276,8 @@ class BatchedMatmulOp(Op):
                     src, weights = g.view(transposed(product_shape)), a
                 else:
                     src, weights = a.view(transposed(reads[0])), g
-                self._matmul(builder, src, weights, grad, f"{self.name} backward 1", True)
+                self._matmul(builder, src, weights, grad, f"{self.name} backward 1", True,
+                             self._post_ops)
                 grads[1] = self._scatter(builder, grad, reads[1], pb,
                                          f"{self.name} backward 1 order")
             return grads

@@ -91,10 +91,11 @@ def test_two_tensors(a_shape, b_shape, transpose_b):
     ("acbe,aecd->abcd", (2, 3, 4, 6), (2, 6, 3, 5), False, (None, (0, 2, 1, 3), (0, 2, 1, 3))),
     # rank 3, every operand and the result permuted: "bkm,bkn->bnm"
     ("bkm,bkn->bnm", (2, 5, 3), (2, 5, 4), True, ((0, 2, 1), (0, 2, 1), (0, 2, 1)))])
+@pytest.mark.parametrize("scale", [1.0, 0.5])
 def test_two_tensors_read_and_written_with_permuted_axes(equation, a_shape, b_shape,
-                                                         transpose_b, permutes):
+                                                         transpose_b, permutes, scale):
     """The copies into plain buffers transpose (strided views), the backward transposes
-    the gradients back: no separate reorder ops."""
+    the gradients back: no separate reorder ops; `scale` is a post-op of all three matmuls."""
     rng = np.random.default_rng(4)
     a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
     dy = rng.standard_normal(np.einsum(equation, a, b).shape)
@@ -103,10 +104,11 @@ def test_two_tensors_read_and_written_with_permuted_axes(equation, a_shape, b_sh
 
     def reference_grads(xs, params, dy):
         a, b = xs
-        return [np.einsum(f"{output},{s2}->{s1}", dy, b), np.einsum(f"{s1},{output}->{s2}", a, dy)]
+        return [scale * np.einsum(f"{output},{s2}->{s1}", dy, b),
+                scale * np.einsum(f"{s1},{output}->{s2}", a, dy)]
 
-    op = BatchedMatmulOp("heads", transpose_b=transpose_b, permutes=permutes)
-    check_multi_input_op(op, [a, b], dy, lambda xs, params: np.einsum(equation, *xs),
+    op = BatchedMatmulOp("heads", transpose_b=transpose_b, permutes=permutes, scale=scale)
+    check_multi_input_op(op, [a, b], dy, lambda xs, params: scale * np.einsum(equation, *xs),
                          reference_grads=reference_grads, rtol=1e-4, atol=1e-5,
                          grad_rtol=1e-4, grad_atol=1e-4)
 
@@ -118,6 +120,8 @@ def test_shapes_that_do_not_fit_are_refused():
         BatchedMatmulOp("proj", weight=("w", (5, 6))).output_dims((1, 4))
     with pytest.raises(ValueError, match=r"contracted axes \(2, 3\)"):
         BatchedMatmulOp("proj", weight=("w", (2, 3, 4)), contract=2).output_dims((1, 3, 2))
+    with pytest.raises(ValueError, match="scale apply to two inputs only"):
+        BatchedMatmulOp("proj", weight=("w", (5, 6)), scale=0.5)
     with pytest.raises(ValueError, match="permutes must be three permutations"):
         BatchedMatmulOp("heads", permutes=((1, 0, 2), None, None))
     with pytest.raises(ValueError, match="contract=3 must leave"):

@@ -3,8 +3,8 @@
 Its four projections are EinsumDense sublayers named as Keras names them (query, key, value,
 attention_output: weights "<layer>/query/kernel", ... in Keras's order). The attention itself
 is Keras's einsums, planned as batched matmuls (keras/ops/einsum_pairs.py):
-    query (B, T, N, H) * 1/sqrt(key_dim)
-    scores = einsum("aecd,abcd->acbe", key, query)          (B, N, T, S)
+    scores = einsum("aecd,abcd->acbe", key, query) / sqrt(key_dim)   (B, N, T, S)
+             (Keras scales the query; here a post-op of the scores' matmul)
     probabilities = masked softmax over S (attention_masks.py), dropout
     output = einsum("acbe,aecd->abcd", probabilities, value) (B, T, N, H) -> attention_output
 The mask is Keras's: the query's Keras mask (B, T, 1), the value's and key's (B, 1, S), the
@@ -16,6 +16,7 @@ import math
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.dropout import DropoutOp
 from .. import initializers, ops, regularizers
+from ..ops.einsum_pairs import pair_einsum
 from . import attention_masks
 from .base_layer import Layer, is_integer
 from .einsum_dense import EinsumDense
@@ -173,8 +174,9 @@ class MultiHeadAttention(Layer):
         q = self.query_dense(query)
         k = self.key_dense(value if key is None else key)
         v = self.value_dense(value)
-        q = ops.multiply(q, 1.0 / math.sqrt(float(self.key_dim)))
-        scores = ops.einsum("aecd,abcd->acbe", k, q)
+        # Keras scales the query by 1/sqrt(key_dim); here the scores matmul does (a post-op)
+        scores = pair_einsum("aecd", "abcd", "acbe", k, q,
+                             scale=1.0 / math.sqrt(float(self.key_dim)))
         # Keras runs its fused dot-product attention unless there is dropout or the scores
         # are returned; the two differ on rows masked everywhere (attention_masks.py)
         fused = not (self.dropout > 0 or return_attention_scores)

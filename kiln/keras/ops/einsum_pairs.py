@@ -37,9 +37,9 @@ def axis_roles(s1, s2, output):
     return batch, contracted[0], free1[0], free2[0]
 
 
-def pair_einsum(s1, s2, output, x1, x2):
-    """The planned product of `einsum(f"{s1},{s2}->{output}", x1, x2)`, or None when the
-    equation is not a pair product (see axis_roles)."""
+def pair_einsum(s1, s2, output, x1, x2, scale=1.0):
+    """The planned product of `einsum(f"{s1},{s2}->{output}", x1, x2)` (times `scale`, a
+    post-op of the matmul), or None when the equation is not a pair product (axis_roles)."""
     roles = axis_roles(s1, s2, output)
     if roles is None or len(s1) != len(x1.shape) or len(s2) != len(x2.shape):
         return None
@@ -57,7 +57,7 @@ def pair_einsum(s1, s2, output, x1, x2):
     permutes = ([s1.index(c) for c in batch + m + k], [s2.index(c) for c in read_b],
                 [(batch + m + n).index(c) for c in output])
     op = BatchedMatmulOp(op_name("einsum"), x1.data_format, transpose_b=transpose_b,
-                         permutes=permutes)
+                         permutes=permutes, scale=scale)
     try:
         op.output_dims([x1.dims, x2.dims])
     except ValueError as error:
