@@ -31,6 +31,32 @@ def test_tensor_times_weight(shape, data_format):
              reference_grads=reference_grads)
 
 
+@pytest.mark.parametrize("shape, kernel, contract", [
+    ((2, 4, 5), (5, 2, 3), 1),      # EinsumDense "abc,cde->abde" (MHA's projections)
+    ((2, 4, 2, 3), (2, 3, 5), 2),   # "abcd,cde->abe" (MHA's output projection)
+    ((3, 6), (6, 2, 2), 1),         # "ab,bcd->acd"
+    ((2, 3, 4), (3, 4, 2, 2), 2)])  # two contracted axes, two output axes
+def test_tensor_times_kernel_over_several_axes(shape, kernel, contract):
+    """The kernel's row-major bytes are read as one (K, N) matrix: no reshape, no copy."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal(shape), rng.standard_normal(kernel)
+    free, units = shape[:-contract], kernel[contract:]
+    k, n = int(np.prod(kernel[:contract])), int(np.prod(units))
+    dy = rng.standard_normal((*free, *units))
+    op = BatchedMatmulOp("proj", weight=("kernel", kernel), contract=contract)
+    assert op.parameter_dims(None) == {"kernel": ((k, n), op.parameter_dims(None)["kernel"][1])}
+
+    def reference(x, params):
+        return np.tensordot(x, params["proj/kernel"].reshape(kernel), axes=contract)
+
+    def reference_grads(x, params, dy):
+        w = params["proj/kernel"].reshape(k, n)
+        dw = x.reshape(-1, k).T @ dy.reshape(-1, n)
+        return (dy.reshape(-1, n) @ w.T).reshape(shape), {"proj/kernel": dw.reshape(kernel)}
+
+    check_op(op, x, {"proj/kernel": w}, dy, reference, reference_grads=reference_grads)
+
+
 @pytest.mark.parametrize("a_shape, b_shape, transpose_b", [
     ((2, 3, 4), (2, 4, 5), False),     # bij,bjk->bik
     ((2, 3, 4), (2, 5, 4), True),      # bqd,bkd->bqk
@@ -58,8 +84,45 @@ def test_two_tensors(a_shape, b_shape, transpose_b):
                          grad_rtol=1e-4, grad_atol=1e-4)
 
 
+@pytest.mark.parametrize("equation, a_shape, b_shape, transpose_b, permutes", [
+    # multi-head attention's scores: "abcd,aecd->acbe" (query, key)
+    ("abcd,aecd->acbe", (2, 4, 3, 5), (2, 6, 3, 5), True, ((0, 2, 1, 3), (0, 2, 1, 3), None)),
+    # its weighted values: "acbe,aecd->abcd" (scores, value), the result written permuted
+    ("acbe,aecd->abcd", (2, 3, 4, 6), (2, 6, 3, 5), False, (None, (0, 2, 1, 3), (0, 2, 1, 3))),
+    # rank 3, every operand and the result permuted: "bkm,bkn->bnm"
+    ("bkm,bkn->bnm", (2, 5, 3), (2, 5, 4), True, ((0, 2, 1), (0, 2, 1), (0, 2, 1)))])
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_two_tensors_read_and_written_with_permuted_axes(equation, a_shape, b_shape,
+                                                         transpose_b, permutes, scale):
+    """The copies into plain buffers transpose (strided views), the backward transposes
+    the gradients back: no separate reorder ops; `scale` is a post-op of all three matmuls."""
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    dy = rng.standard_normal(np.einsum(equation, a, b).shape)
+    terms, output = equation.split("->")
+    s1, s2 = terms.split(",")
+
+    def reference_grads(xs, params, dy):
+        a, b = xs
+        return [scale * np.einsum(f"{output},{s2}->{s1}", dy, b),
+                scale * np.einsum(f"{s1},{output}->{s2}", a, dy)]
+
+    op = BatchedMatmulOp("heads", transpose_b=transpose_b, permutes=permutes, scale=scale)
+    check_multi_input_op(op, [a, b], dy, lambda xs, params: scale * np.einsum(equation, *xs),
+                         reference_grads=reference_grads, rtol=1e-4, atol=1e-5,
+                         grad_rtol=1e-4, grad_atol=1e-4)
+
+
 def test_shapes_that_do_not_fit_are_refused():
     with pytest.raises(ValueError, match="BatchedMatmul 'attention'.*do not fit"):
         BatchedMatmulOp("attention").output_dims([(1, 3, 4), (1, 5, 4)])
-    with pytest.raises(ValueError, match="weight's 5 rows"):
+    with pytest.raises(ValueError, match=r"contracted axes \(5,\)"):
         BatchedMatmulOp("proj", weight=("w", (5, 6))).output_dims((1, 4))
+    with pytest.raises(ValueError, match=r"contracted axes \(2, 3\)"):
+        BatchedMatmulOp("proj", weight=("w", (2, 3, 4)), contract=2).output_dims((1, 3, 2))
+    with pytest.raises(ValueError, match="scale apply to two inputs only"):
+        BatchedMatmulOp("proj", weight=("w", (5, 6)), scale=0.5)
+    with pytest.raises(ValueError, match="permutes must be three permutations"):
+        BatchedMatmulOp("heads", permutes=((1, 0, 2), None, None))
+    with pytest.raises(ValueError, match="contract=3 must leave"):
+        BatchedMatmulOp("proj", weight=("w", (2, 3, 4)), contract=3)

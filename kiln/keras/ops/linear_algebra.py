@@ -8,7 +8,12 @@ Inside a model two families are planned onto oneDNN:
   rank BatchedMatmulOp's weight form. The weight is the op's parameter, so it trains.
 - a product of two activations, batched over equal leading axes (attention-style):
   `matmul(a, b)` of ranks >= 3, `einsum("bij,bjk->bik")`, `"bqd,bkd->bqk"` (b read
-  transposed), and the same with more batch axes ("bhqd,bhkd->bhqk"): BatchedMatmulOp.
+  transposed), and the same with more batch axes ("bhqd,bhkd->bhqk"): BatchedMatmulOp;
+  in other axis orders (multi-head attention's "aecd,abcd->acbe") with reorders around it
+  (einsum_pairs.py).
+- `einsum` of a tensor and a weight contracting several trailing axes, EinsumDense's
+  "abc,cde->abde" and "abcd,cde->abe": BatchedMatmulOp's weight form, the weight's bytes read
+  as one (K, N) matrix.
 Other products are refused by name.
 """
 
@@ -20,24 +25,30 @@ from ...ops.dense import DenseOp
 from ..layers.custom_weights import bind_dims
 from ..layers.weight import Weight
 from .core import eager_operand, is_symbolic, keras_array, not_in_model, op_name, result, where
+from .einsum_pairs import pair_einsum
 
 PLANNED = ("a tensor times a (K, N) weight from add_weight over the tensor's last axis, or "
            "two tensors (..., M, K) x (..., K, N) with equal leading axes, B possibly "
            "transposed")
 
 
-def _times_weight(function, x, weight):
-    """x (..., K) times weight (K, N): DenseOp for 2D x, else BatchedMatmulOp's weight form."""
-    if len(weight.shape) != 2 or len(x.shape) < 2:
+def _times_weight(function, x, weight, contract=1):
+    """x (..., K) times weight (K, N): DenseOp for 2D x, else BatchedMatmulOp's weight form
+    (which also contracts several axes: x (..., C, D) times weight (C, D, ...))."""
+    two_dims = function != "einsum"  # matmul / dot of a 3D weight are batched, not this
+    if (len(weight.shape) != 2 if two_dims else len(weight.shape) <= contract) \
+            or len(x.shape) <= contract:
         not_in_model(function, f"of shapes {x.shape} and {weight.shape}; planned: {PLANNED}")
-    if x.shape[-1] != weight.shape[0]:
+    if tuple(x.shape[-contract:]) != tuple(weight.shape[:contract]):
         raise ValueError(f"{where()}: keras.ops.{function}: shapes {x.shape} and "
-                         f"{weight.shape} do not fit ({x.shape[-1]} != {weight.shape[0]})")
+                         f"{weight.shape} do not fit ({x.shape[-contract:]} != "
+                         f"{weight.shape[:contract]})")
     owner, short = weight.path.rsplit("/", 1)
-    if len(x.shape) == 2:
+    if len(x.shape) == 2 and len(weight.shape) == 2:
         op = DenseOp(owner, weight.shape[1], None, use_bias=False, kernel_name=short)
     else:
-        op = BatchedMatmulOp(owner, x.data_format, weight=(short, weight.shape))
+        op = BatchedMatmulOp(owner, x.data_format, weight=(short, weight.shape),
+                             contract=contract)
     dims, tag = op.parameter_dims(x.dims)[short]
     bind_dims(weight, dims, tag, where())
     return apply(op, x)
@@ -109,16 +120,37 @@ def _symbolic_einsum(subscripts, operands):
     terms = inputs.split(",")
     if arrow and len(terms) == 2 and len(operands) == 2:
         (s1, s2), (x1, x2) = terms, operands
-        if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight) \
-                and _is_weight_pattern(s1, s2, output, len(x1.shape)):
-            return _times_weight("einsum", x1, x2)
+        if isinstance(x1, SymbolicTensor) and isinstance(x2, Weight):
+            if _is_weight_pattern(s1, s2, output, len(x1.shape)):
+                return _times_weight("einsum", x1, x2)
+            contract = contracted_weight_axes(s1, s2, output, len(x1.shape), len(x2.shape))
+            if contract:
+                return _times_weight("einsum", x1, x2, contract)
         if isinstance(x1, SymbolicTensor) and isinstance(x2, SymbolicTensor):
             transpose_b = _pair_pattern(s1, s2, output)
             if transpose_b is not None and len(s1) == len(x1.shape) == len(x2.shape):
                 return _times_tensor("einsum", x1, x2, transpose_b)
-    not_in_model("einsum", f"subscripts {subscripts!r}; planned: \"...i,ij->...j\" with a "
-                           "weight from add_weight, \"bij,bjk->bik\" and \"bik,bjk->bij\" "
-                           "(more leading axes allowed) of two tensors")
+            product = pair_einsum(s1, s2, output, x1, x2)
+            if product is not None:
+                return product
+    not_in_model("einsum", f"subscripts {subscripts!r}; planned: \"...i,ij->...j\" and "
+                           "\"abc,cde->abde\" / \"abcd,cde->abe\" with a weight from "
+                           "add_weight, and two tensors batched over shared axes with one "
+                           "contracted axis (\"bij,bjk->bik\", \"aecd,abcd->acbe\")")
+
+
+def contracted_weight_axes(s1, s2, output, rank, weight_rank):
+    """How many trailing axes of the tensor "<free><contracted>,<contracted><units>->
+    <free><units>" contracts with the weight's leading ones (0: not this form)."""
+    if not (s1 + s2 + output).isalpha() or len(s1) != rank or len(s2) != weight_rank:
+        return 0
+    contract = len([c for c in s1 if c in s2])
+    free, units = s1[:rank - contract], s2[contract:]
+    letters = s1 + units
+    if (contract < 1 or not units or s1[rank - contract:] != s2[:contract] or not free
+            or output != free + units or len(set(letters)) != len(letters)):
+        return 0
+    return contract
 
 
 def _is_weight_pattern(s1, s2, output, rank):

@@ -38,6 +38,9 @@ EXPORTED += ["GroupNormalization", "LayerNormalization", "RMSNormalization",
 EXPORTED += ["TimeDistributed"]
 # the RNN wrapper and its cells
 EXPORTED += ["RNN", "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
+# attention
+EXPORTED += ["AdditiveAttention", "Attention", "Dot", "EinsumDense", "MultiHeadAttention",
+             "dot"]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
 

@@ -100,3 +100,32 @@ def test_patterns_not_planned_are_refused_by_name(subscripts):
     with pytest.raises(NotImplementedError, match=r"'outer'.*keras\.ops\.einsum.*subscripts "
                                                   + repr(subscripts).replace("\\", "")):
         refused(kk, subscripts)
+
+
+def heads_model(K):
+    """Multi-head attention as a user writes it with Keras's own einsums: (C, N, H) and
+    (N, H, C) weights contracted over one and two axes, scores and weighted values with the
+    heads axis in the middle (reordered around one batched matmul each)."""
+
+    class Heads(K.layers.Layer):
+        def build(self, input_shape):
+            features = input_shape[-1]
+            self.wq = self.add_weight(shape=(features, 2, 3), name="wq")
+            self.wv = self.add_weight(shape=(features, 2, 3), name="wv")
+            self.wo = self.add_weight(shape=(2, 3, features), name="wo")
+
+        def call(self, x):
+            q = K.ops.einsum("abc,cde->abde", x, self.wq)
+            v = K.ops.einsum("abc,cde->abde", x, self.wv)
+            scores = K.ops.softmax(K.ops.einsum("aecd,abcd->acbe", v, q), axis=-1)
+            mixed = K.ops.einsum("acbe,aecd->abcd", scores, v)
+            return K.ops.einsum("abcd,cde->abe", mixed, self.wo)
+
+    inputs = K.Input((5, 4))
+    h = Heads(name="heads")(inputs)
+    h = K.ops.mean(h, axis=1)
+    return K.Model(inputs, K.layers.Dense(3, activation="softmax", name="classes")(h))
+
+
+def test_multi_head_einsums_with_weights_of_three_axes_train_as_keras():
+    check_against_keras(heads_model, optimizers=("sgd",), steps=1)
