@@ -51,8 +51,9 @@ class VariableShapes:
                        for t in model.inputs)
         with kept_layer_records(model):
             inputs, mapping = self._trace(second)
+            self._mark_variable_axes(mapping)
             self._check_weights(mapping)
-        self._mark_variable_axes(mapping)
+        self._show_variable_axes()
 
     def graph(self, input_shapes=None):
         """The Graph of the model's layers traced on inputs of `input_shapes` (one shape
@@ -101,6 +102,10 @@ class VariableShapes:
                 old.variable_axes = frozenset(
                     axis for axis in range(1, len(old.concrete_shape))
                     if old.concrete_shape[axis] != new.concrete_shape[axis])
+
+    def _show_variable_axes(self):
+        """summary() shows each layer's first output shape: with its None axes now."""
+        model = self.model
         for layer in model.layers:  # what summary() shows: the first call's output shape
             nodes = getattr(layer, "_inbound_nodes", ())
             if nodes and any(node is nodes[0] for node in model._layer_nodes):
@@ -127,12 +132,14 @@ class VariableShapes:
             own = [tuple(w.shape) for w in layer.weights]
             if shapes is not None and shapes != own:
                 shown = [t.shape for t in node.input_tensors]
+                axes = sorted({axis for t in node.input_tensors for axis in t.variable_axes})
                 raise ValueError(
-                    f"{layer.context}: its weights depend on an input axis that is None (any "
-                    f"size): input shape {shown[0] if len(shown) == 1 else shown}, weights "
-                    f"{own} at one size and {shapes} at another; give that axis a fixed size "
-                    "in keras.Input, or reduce it first (e.g. GlobalAveragePooling instead "
-                    "of Flatten)")
+                    f"{layer.context}: its weights depend on the size of input axis "
+                    f"{axes[0] if len(axes) == 1 else axes}, which is None (any size) in its "
+                    f"input shape {shown[0] if len(shown) == 1 else shown}: weights {own} at "
+                    f"one size, {shapes} at another; give that axis a fixed size in "
+                    "keras.Input, or reduce it first (e.g. GlobalAveragePooling instead of "
+                    "Flatten)")
 
 
 def _concrete_input(old, shape):

@@ -1,0 +1,213 @@
+"""Inputs with None axes (`keras.Input((None,))`, `Input((None, None, 3))`, `Input((None, 8, 8,
+1))`): a plan per concrete input shape in the model's bounded PlanCache, the same predictions
+and training steps as Keras 3 from the same weights, None shown where Keras shows it, and a
+clear refusal where a layer's weights would depend on a None axis."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the shared real-Keras helper
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from keras_oracle import ATOL, RTOL, _build, real_keras  # noqa: E402
+
+from kiln import keras as kk  # noqa: E402
+from kiln.plan.plan_cache import cache_size  # noqa: E402
+
+
+def pair(build):
+    """(kiln model, Keras model) from `build(K)`, Keras holding kiln's initial weights."""
+    keras = real_keras()
+    ours = _build(kk, build, seed=0)
+    theirs = _build(keras, build, seed=0)
+    theirs.set_weights(ours.get_weights())
+    return keras, ours, theirs
+
+
+def assert_same(ours, theirs, x):
+    np.testing.assert_allclose(ours.predict(x, verbose=0), theirs.predict(x, verbose=0),
+                               rtol=RTOL, atol=ATOL)
+
+
+def assert_same_weights(ours, theirs):
+    for got, expected in zip(ours.get_weights(), theirs.get_weights(), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+
+
+def token_batches(lengths, seed=1, count=4, classes=3):
+    """(ids, one-hot labels) batches of these lengths, some steps padded with 0 (masked)."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for length in lengths:
+        ids = rng.integers(1, 20, (count, length)).astype(np.int32)
+        ids[1, -2:] = 0
+        labels = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, count)]
+        batches.append((ids, labels))
+    return batches
+
+
+def recurrent_model(rnn):
+    def build(K):
+        tokens = K.Input((None,), dtype="int32")
+        x = K.layers.Embedding(20, 8, mask_zero=True)(tokens)
+        x = getattr(K.layers, rnn)(6)(x)
+        return K.Model(tokens, K.layers.Dense(3, activation="softmax")(x))
+    return build
+
+
+def test_sequences_of_any_length_train_and_predict_as_keras():
+    keras, ours, theirs = pair(recurrent_model("LSTM"))
+    for ids, _ in token_batches((7, 12), seed=0):  # masked steps at the end of one sample
+        assert_same(ours, theirs, ids)
+    batches = token_batches((7, 12, 5))
+    for K, model in ((kk, ours), (keras, theirs)):
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="categorical_crossentropy")
+    for model in (ours, theirs):  # a generator
+        model.fit((batch for batch in batches), steps_per_epoch=3, epochs=1, shuffle=False,
+                  verbose=0)
+    assert_same_weights(ours, theirs)
+    assert ours.output_shape == (None, 3) and ours.input_shape == (None, None)
+
+
+def test_py_dataset_batches_of_different_lengths():
+    class Lengths(kk.utils.PyDataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            return token_batches((7, 12, 5))[index]
+
+    model = _build(kk, recurrent_model("GRU"), seed=0)
+    model.compile(optimizer="sgd", loss="categorical_crossentropy")
+    history = model.fit(Lengths(), epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    lengths = {key[2] for key in model._plans if key[0] is True}
+    assert lengths == {((7,),), ((12,),), ((5,),)}
+
+
+def conv1d_model(K):
+    steps = K.Input((None, 4))
+    x = K.layers.Conv1D(5, 3, padding="same", activation="relu")(steps)
+    x = K.layers.GlobalMaxPooling1D()(x)
+    return K.Model(steps, K.layers.Dense(3, activation="softmax")(x))
+
+
+def conv2d_model(K):
+    images = K.Input((None, None, 3))
+    x = K.layers.Conv2D(4, 3, padding="same", activation="relu")(images)
+    x = K.layers.MaxPooling2D()(x)
+    x = K.layers.Conv2D(5, 3)(x)
+    x = K.layers.GlobalAveragePooling2D()(x)
+    return K.Model(images, K.layers.Dense(3, activation="softmax")(x))
+
+
+@pytest.mark.parametrize("build, sizes", [(conv1d_model, [(9, 4), (14, 4)]),
+                                          (conv2d_model, [(16, 16, 3), (24, 20, 3)])])
+def test_any_size_convolutions_predict_and_train_as_keras(build, sizes):
+    keras, ours, theirs = pair(build)
+    rng = np.random.default_rng(0)
+    for size in sizes:
+        assert_same(ours, theirs, rng.standard_normal((2, *size)).astype(np.float32))
+    for K, model in ((kk, ours), (keras, theirs)):
+        model.compile(optimizer=K.optimizers.SGD(0.1), loss="categorical_crossentropy")
+    labels = np.eye(3, dtype=np.float32)[[0, 2]]
+    for size in sizes:  # a training step on each size
+        x = rng.standard_normal((2, *size)).astype(np.float32)
+        np.testing.assert_allclose(ours.train_on_batch(x, labels),
+                                   theirs.train_on_batch(x, labels), rtol=RTOL, atol=ATOL)
+    assert_same_weights(ours, theirs)
+    assert ours.output_shape == theirs.output_shape == (None, 3)
+    assert ours.input_shape == theirs.input_shape
+
+
+def test_time_distributed_convolution_over_clips_of_any_length():
+    def build(K):
+        clips = K.Input((None, 8, 8, 1))
+        x = K.layers.TimeDistributed(K.layers.Conv2D(2, 3, activation="relu"))(clips)
+        x = K.layers.TimeDistributed(K.layers.GlobalAveragePooling2D())(x)
+        x = K.layers.GRU(4)(x)
+        return K.Model(clips, K.layers.Dense(2)(x))
+
+    _, ours, theirs = pair(build)
+    rng = np.random.default_rng(0)
+    for steps in (3, 5):
+        assert_same(ours, theirs, rng.standard_normal((2, steps, 8, 8, 1)).astype(np.float32))
+    assert [layer._first_output_shape for layer in ours.layers[1:3]] == [
+        (None, None, 6, 6, 2), (None, None, 2)]
+
+
+def test_many_lengths_keep_at_most_cache_size_plans():
+    model = _build(kk, conv1d_model, seed=0)
+    for steps in range(3, 3 + cache_size() + 4):
+        model.predict(np.ones((2, steps, 4), np.float32), verbose=0)
+        assert len(model._plans) <= cache_size()
+    assert len(model._plans) == cache_size()
+
+
+def test_summary_config_and_saving_keep_none(tmp_path):
+    keras, ours, theirs = pair(conv2d_model)
+    lines = []
+    ours.summary(print_fn=lines.append)
+    assert any("(None, None, None, 4)" in line for line in lines)
+    config = ours.get_config()
+    assert config["layers"][0]["config"]["batch_shape"] == (None, None, None, 3)
+    assert config["layers"][1]["build_config"]["input_shape"] == [None, None, None, 3]
+    ours.save(tmp_path / "model.keras")
+    x = np.random.default_rng(0).standard_normal((2, 10, 12, 3)).astype(np.float32)
+    for loaded in (kk.models.load_model(tmp_path / "model.keras"),
+                   keras.models.load_model(tmp_path / "model.keras")):
+        assert loaded.input_shape == (None, None, None, 3)
+        np.testing.assert_allclose(loaded.predict(x, verbose=0), ours.predict(x, verbose=0),
+                                   rtol=RTOL, atol=ATOL)
+
+
+def test_sequential_and_subclassed_models_with_none_axes():
+    sequential = kk.Sequential([kk.Input((None, 4)), kk.layers.Conv1D(3, 3, padding="same"),
+                                kk.layers.GlobalAveragePooling1D()])
+    assert sequential.output_shape == (None, 3)
+    assert sequential.predict(np.ones((2, 6, 4), np.float32), verbose=0).shape == (2, 3)
+
+    class Net(kk.Model):
+        def __init__(self):
+            super().__init__()
+            self.conv = kk.layers.Conv1D(3, 3, padding="same")
+            self.pool = kk.layers.GlobalMaxPooling1D()
+
+        def call(self, inputs):
+            return self.pool(self.conv(inputs))
+
+    net = Net()
+    net.build((None, None, 4))
+    for steps in (5, 9):
+        x = np.random.default_rng(steps).standard_normal((2, steps, 4)).astype(np.float32)
+        np.testing.assert_allclose(net.predict(x, verbose=0),
+                                   sequential_like(net, x), rtol=1e-5, atol=1e-6)
+
+
+def sequential_like(net, x):
+    """The subclassed Net's output computed by a fixed-shape model with its weights."""
+    inputs = kk.Input(x.shape[1:])
+    model = kk.Model(inputs, net.pool(net.conv(inputs)))
+    return model.predict(x, verbose=0)
+
+
+def test_weights_depending_on_a_none_axis_are_refused():
+    inputs = kk.Input((None, 4))
+    flat = kk.layers.Flatten()(inputs)
+    dense = kk.layers.Dense(2, name="head")
+    outputs = dense(flat)
+    with pytest.raises(ValueError, match=r"Dense 'head': its weights depend on the size of "
+                                         r"input axis 1, which is None .* \(None, None\)"):
+        kk.Model(inputs, outputs)
+    with pytest.raises(ValueError, match="Dense 'last'.* input axis 1"):
+        kk.Sequential([kk.Input((None,)), kk.layers.Dense(2, name="last")])
+
+
+def test_a_wrong_fixed_axis_is_still_refused():
+    model = _build(kk, conv1d_model, seed=0)
+    with pytest.raises(ValueError, match=r"Conv1D 'conv1d': argument x must have shape "
+                                         r"\(batch, any, 4\).* got \(2, 5, 3\)"):
+        model.predict(np.ones((2, 5, 3), np.float32), verbose=0)
+    with pytest.raises(ValueError, match="must be positive ints or None"):
+        kk.Input((None, 0))
