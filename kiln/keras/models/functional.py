@@ -87,12 +87,16 @@ def replay(model, inputs, nodes):
         raise ValueError(f"{model.context}: expected {len(model.inputs)} input(s), got "
                          f"{len(given)}")
     for old, new in zip(model.inputs, given, strict=True):
-        # a None axis of the model's input (any size) takes any size
-        if len(old.shape) != len(new.shape) or any(
-                want is not None and got != want
-                for got, want in zip(new.shape[1:], old.shape[1:], strict=True)):
+        # a None axis of the model's input (any size) takes any size, or a None axis
+        expected, got = old.concrete_shape, new.concrete_shape
+        if len(expected) != len(got) or any(
+                axis not in old.variable_axes and (got[axis] != expected[axis]
+                                                   or axis in new.variable_axes)
+                for axis in range(1, len(got))):
+            shown = tuple(None if axis in old.variable_axes else size
+                          for axis, size in enumerate(expected))
             raise ValueError(f"{model.context}: input '{old.name}' expects shape "
-                             f"{old.shape}, got {new.shape} from '{new.name}'")
+                             f"{shown}, got {new.shape} from '{new.name}'")
     mapping = replay_mapping(model, given, nodes)
     outputs = [mapping[id(t)] for t in model.outputs]
     if len(outputs) == 1 and not isinstance(model._output_structure, dict):

@@ -20,9 +20,12 @@ for its sizes), so a model with a None axis in an input keeps two kinds of graph
 A model without a None axis never comes here: its plans are keyed and built as before.
 """
 
+import numpy as np
+
 from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...ops.tensor import logical_dims
+from .. import initializers
 from ..layers.base_layer import flatten, pack_like
 from ..layers.input_layer import PROBE_SIZE, InputLayer
 from .functional import has_operations, replay_mapping
@@ -168,11 +171,18 @@ def _weight_shapes_at(layer, node, mapping):
         return pack_like(structure, [mapping.get(id(t), t) if isinstance(t, SymbolicTensor)
                                      else t for t in flatten(structure)])
 
+    # the copy's initializers draw from the seeded generators: put them back afterwards, so
+    # the weights of layers made later do not depend on this check
+    generator = initializers._generator[0]
+    saved = generator.bit_generator.state, np.random.get_state()
     try:
         clone = type(layer).from_config(layer.get_config())
         clone(*substitute(list(node.call_args)), **substitute(dict(node.call_kwargs)))
     except Exception:  # noqa: BLE001 (a layer that cannot be copied is not checked)
         return None
+    finally:
+        generator.bit_generator.state = saved[0]
+        np.random.set_state(saved[1])
     return [tuple(w.shape) for w in clone.weights]
 
 

@@ -211,3 +211,37 @@ def test_a_wrong_fixed_axis_is_still_refused():
         model.predict(np.ones((2, 5, 3), np.float32), verbose=0)
     with pytest.raises(ValueError, match="must be positive ints or None"):
         kk.Input((None, 0))
+
+
+def test_nested_and_two_input_models():
+    steps = kk.Input((None, 4))
+    inner = kk.Model(steps, kk.layers.Conv1D(3, 3, padding="same")(steps))
+    outer_input = kk.Input((None, 4))
+    outer = kk.Model(outer_input, kk.layers.GlobalAveragePooling1D()(inner(outer_input)))
+    fixed_input = kk.Input((7, 4))  # a fixed-shape model may call it too
+    fixed = kk.Model(fixed_input, kk.layers.GlobalAveragePooling1D()(inner(fixed_input)))
+    x = np.random.default_rng(0).standard_normal((2, 7, 4)).astype(np.float32)
+    np.testing.assert_allclose(outer.predict(x, verbose=0), fixed.predict(x, verbose=0),
+                               rtol=1e-6)
+    assert outer.predict(x[:, :5], verbose=0).shape == (2, 3)
+    assert fixed._variable_shapes is None and len(inner.layers[1]._inbound_nodes) == 3
+
+    sequence, extra = kk.Input((None, 4)), kk.Input((2,))
+    pooled = kk.layers.GlobalMaxPooling1D()(kk.layers.Conv1D(3, 3, padding="same")(sequence))
+    model = kk.Model([sequence, extra], kk.layers.Concatenate()([pooled, extra]))
+    model.compile(loss="mse", optimizer="sgd")
+    for length in (5, 8):
+        inputs = [np.ones((2, length, 4), np.float32), np.ones((2, 2), np.float32)]
+        assert np.isfinite(model.train_on_batch(inputs, np.zeros((2, 5), np.float32)))
+    assert {key[2] for key in model._plans} == {((5, 4), (2,)), ((8, 4), (2,))}
+
+
+def test_the_weight_check_leaves_the_random_generator_as_it_was():
+    def weights_after(shape):
+        kk.utils.set_random_seed(3)
+        inputs = kk.Input(shape)
+        kk.Model(inputs, kk.layers.Conv1D(3, 3, padding="same")(inputs))
+        return kk.layers.Dense(2)(kk.Input((3,)))._keras_history[0].get_weights()
+
+    for got, expected in zip(weights_after((None, 4)), weights_after((5, 4)), strict=True):
+        np.testing.assert_array_equal(got, expected)
