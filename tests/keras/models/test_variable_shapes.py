@@ -86,6 +86,29 @@ def test_py_dataset_batches_of_different_lengths():
     assert lengths == {((7,),), ((12,),), ((5,),)}
 
 
+def test_per_step_accuracy_over_batches_of_different_lengths_as_keras():
+    """Keras averages a metric over each sample's steps before adding samples up, so a step
+    of a longer batch counts less: evaluate's masked per-step accuracy must agree."""
+    def build(K):
+        tokens = K.Input((None,), dtype="int32")
+        x = K.layers.Embedding(20, 8, mask_zero=True)(tokens)
+        x = K.layers.GRU(6, return_sequences=True)(x)
+        return K.Model(tokens, K.layers.Dense(4, activation="softmax")(x))
+
+    _, ours, theirs = pair(build)
+    rng = np.random.default_rng(0)
+    batches = []
+    for length in (7, 12, 5):
+        ids = rng.integers(1, 20, (3, length)).astype(np.int32)
+        ids[0, -2:] = 0
+        batches.append((ids, rng.integers(0, 4, (3, length))))
+    results = []
+    for model in (ours, theirs):
+        model.compile(loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        results.append(model.evaluate((batch for batch in batches), steps=3, verbose=0))
+    np.testing.assert_allclose(results[0], results[1], rtol=RTOL, atol=ATOL)
+
+
 def conv1d_model(K):
     steps = K.Input((None, 4))
     x = K.layers.Conv1D(5, 3, padding="same", activation="relu")(steps)
