@@ -6,7 +6,8 @@ Three ways to make one, as in Keras 3:
     subclassed:  class Net(keras.Model) with layers made in __init__ and used in call(); traced
                  once on symbolic inputs the first time its input shape is known
 Every model owns one ParameterStore holding its layers' weights; plans are cached per
-(training?, batch size) and rebuilt when weights come or go or their trainable flags change
+(training?, batch size) -- and input shapes, when an input has a None axis (variable_shapes.py)
+-- and rebuilt when weights come or go or their trainable flags change
 (a weight shared with another model only has its value copied back in: the plans stay). The
 cache keeps the most recently used plans and its lock serializes building and running them
 (kiln/plan/plan_cache.py).
@@ -284,23 +285,8 @@ class Model(Trainer, Layer):
         # the weight arenas that other plans of this model read)
         with self._plans.lock:
             if getattr(self, "_variable_shapes", None) is not None:
-                return self._variable_plan(training, batch_size, evaluate, inputs)
+                return self._variable_shapes.plan(training, batch_size, evaluate, inputs)
             return self._cached_plan(training, batch_size, evaluate)
-
-    def _variable_plan(self, training, batch_size, evaluate, inputs):
-        """The plan for one batch size and these input shapes, in the same bounded cache:
-        a shape not met before (or dropped from the cache) costs a trace and a plan build."""
-        self._require_graph()
-        self._sync()
-        shapes = None if inputs is None else tuple(tuple(x.shape[1:]) for x in inputs)
-        key = ("evaluate" if evaluate else training, batch_size,
-               shapes or self._variable_shapes.probe_shapes)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._new_plan(self._variable_shapes.graph(shapes), training, batch_size,
-                                  evaluate)
-            self._plans[key] = plan
-        return plan
 
     def _cached_plan(self, training, batch_size, evaluate):
         self._require_graph()

@@ -58,6 +58,21 @@ class VariableShapes:
             self._check_weights(mapping)
         self._show_variable_axes()
 
+    def plan(self, training, batch_size, evaluate, inputs):
+        """The model's plan for one batch size and the shapes of `inputs` (the batch's input
+        arrays; None: the probe shapes), from its PlanCache or built and stored there: a
+        shape not met before (or dropped from the cache) costs a trace and a plan build."""
+        model = self.model
+        model._require_graph()
+        model._sync()
+        shapes = None if inputs is None else tuple(tuple(x.shape[1:]) for x in inputs)
+        key = ("evaluate" if evaluate else training, batch_size, shapes or self.probe_shapes)
+        plan = model._plans.get(key)
+        if plan is None:
+            plan = model._new_plan(self.graph(shapes), training, batch_size, evaluate)
+            model._plans[key] = plan
+        return plan
+
     def graph(self, input_shapes=None):
         """The Graph of the model's layers traced on inputs of `input_shapes` (one shape
         without the batch per input; None: the probe shapes)."""
