@@ -78,7 +78,12 @@ class VariableShapes:
         without the batch per input; None: the probe shapes)."""
         shapes = self.probe_shapes if input_shapes is None else input_shapes
         with kept_layer_records(self.model):
-            inputs, mapping = self._trace(shapes)
+            try:
+                inputs, mapping = self._trace(shapes)
+            except ValueError as error:  # a size a layer cannot take (shorter than a kernel)
+                shown = shapes[0] if len(shapes) == 1 else list(shapes)
+                raise ValueError(f"{self.model.context}: a batch of input shape "
+                                 f"{shown} (without the batch axis): {error}") from error
         outputs = [mapping[id(t)] for t in self.model.outputs]
         return Graph(inputs, outputs)
 

@@ -234,6 +234,11 @@ def test_a_wrong_fixed_axis_is_still_refused():
         model.predict(np.ones((2, 5, 3), np.float32), verbose=0)
     with pytest.raises(ValueError, match="must be positive ints or None"):
         kk.Input((None, 0))
+    steps = kk.Input((None, 4))
+    short = kk.Model(steps, kk.layers.GlobalMaxPooling1D()(kk.layers.Conv1D(3, 5)(steps)))
+    with pytest.raises(ValueError, match=r"a batch of input shape \(3, 4\) .* smaller than "
+                                         r"kernel_size"):
+        short.predict(np.ones((2, 3, 4), np.float32), verbose=0)
 
 
 def test_nested_and_two_input_models():
