@@ -273,3 +273,20 @@ def test_the_weight_check_leaves_the_random_generator_as_it_was():
 
     for got, expected in zip(weights_after((None, 4)), weights_after((5, 4)), strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_keras2_input_shape_and_a_saved_optimizer_state(tmp_path):
+    model = kk.Sequential([kk.layers.LSTM(5, input_shape=(None, 3)), kk.layers.Dense(2)])
+    model.compile(loss="mse", optimizer="adam")
+    assert model.input_shape == (None, None, 3)
+    rng = np.random.default_rng(0)
+    for length in (4, 9):
+        model.train_on_batch(rng.standard_normal((2, length, 3)).astype(np.float32),
+                             np.zeros((2, 2), np.float32))
+    model.save(tmp_path / "model.keras")
+    loaded = kk.models.load_model(tmp_path / "model.keras")  # Adam's slots come back
+    x = rng.standard_normal((2, 6, 3)).astype(np.float32)
+    y = np.ones((2, 2), np.float32)
+    assert loaded.train_on_batch(x, y) == model.train_on_batch(x, y)
+    for got, expected in zip(loaded.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, expected)
