@@ -57,6 +57,11 @@ class SymbolicTensor:
             every op's output is float32 (the plan's activation type).
         mask: the SymbolicTensor of this tensor's Keras mask (batch, steps), or None; see
             docs/architecture.md, "Masks".
+
+    Variable sizes (`keras.Input((None, 4))`): `dims` always hold concrete sizes (a probe size
+    where the model's input has None, see keras/models/variable_shapes.py) so every shape
+    rule and build() computes as for a fixed shape; `variable_axes` names the axes of the
+    Keras shape that are None, which `shape` shows as None outside a layer's call().
     """
 
     def __init__(self, dims, data_format=CHANNELS_LAST, flattened=False, node=None, name=None,
@@ -64,6 +69,7 @@ class SymbolicTensor:
         self.dims = tuple(dims)
         self.dtype = dtype
         self._keras_mask = None
+        self.variable_axes = frozenset()  # axes of `shape` that are None (any size)
         self.data_format = data_format
         self.flattened = flattened
         self.node = node
@@ -79,7 +85,7 @@ class SymbolicTensor:
             if self._format_fixed:
                 raise ValueError(f"{context}: data_format {data_format!r} differs from its "
                                  f"input's {self.data_format!r}; use one data_format per model")
-            shape = self.shape
+            shape = self.concrete_shape
             self.data_format = data_format
             self.dims = logical_dims(shape, data_format)
         self._format_fixed = True
@@ -90,7 +96,18 @@ class SymbolicTensor:
 
     @property
     def shape(self):
-        """The Keras shape, batch first (None unless the input fixed a batch size)."""
+        """The Keras shape, batch first (None unless the input fixed a batch size; None on
+        the variable axes too, except inside a layer's build() / call(), which compute with
+        the probe sizes)."""
+        shape = keras_shape(self.dims, self.data_format, self.flattened)
+        if self.variable_axes and not tracing:
+            shape = tuple(None if axis in self.variable_axes else size
+                          for axis, size in enumerate(shape))
+        return shape
+
+    @property
+    def concrete_shape(self):
+        """The Keras shape with the sizes the dims hold (probe sizes on variable axes)."""
         return keras_shape(self.dims, self.data_format, self.flattened)
 
     @property

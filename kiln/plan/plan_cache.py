@@ -2,8 +2,9 @@
 the model's plans are built and run under.
 
 Memory: a plan owns its whole activation arena, and a model gets a plan per (kind, batch
-size), so keeping every plan made `predict` on 1..300 samples grow by gigabytes. The cache
-keeps at most `cache_size()` plans (KILN_PLAN_CACHE_SIZE, default DEFAULT_SIZE); a plan
+size) -- and per input shape, for an input with None axes --, so keeping every plan made
+`predict` on 1..300 samples (or on 300 sequence lengths) grow by gigabytes. The cache keeps
+at most `cache_size()` plans (KILN_PLAN_CACHE_SIZE, default DEFAULT_SIZE); a plan
 dropped from it is freed once no thread still runs it. `release_all()` empties the caches of
 every live model (keras.backend.clear_session calls it).
 

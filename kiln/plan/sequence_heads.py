@@ -22,10 +22,13 @@ EPSILON = 1e-7
 
 @njit(**SERIAL)
 def sequence_row_weights_kernel(sample_weights, mask, out, metric_ones, metric_weights,
-                                masked):
+                                masked, steps):
     """out[r] = sample_weights[r] (* mask[r] * rows / (sum(mask) + epsilon)) for the loss;
     for the metrics, which Keras weights by the mask without rescaling, metric_ones[r] =
-    mask[r] and metric_weights[r] = sample_weights[r] * mask[r]."""
+    mask[r] / steps and metric_weights[r] = sample_weights[r] * mask[r] / steps: Keras
+    averages a metric's values and weights over the steps of each sample before adding them
+    up (reduce_to_samplewise_values), so with batches of different lengths (an input with a
+    None axis) a step of a longer batch counts less; with one length it changes nothing."""
     scale = 1.0
     if masked:
         valid = 0.0
@@ -36,8 +39,8 @@ def sequence_row_weights_kernel(sample_weights, mask, out, metric_ones, metric_w
         weight = sample_weights[r]
         keep = mask[r] if masked else 1.0
         out[r] = weight * keep * scale if masked else weight
-        metric_ones[r] = keep
-        metric_weights[r] = weight * keep
+        metric_ones[r] = keep / steps
+        metric_weights[r] = weight * keep / steps
 
 
 def sequence_rows(builder, view, x, mask):
@@ -63,7 +66,7 @@ def sequence_rows(builder, view, x, mask):
     builder.add_forward(builder.memory_kernel(
         sequence_row_weights_kernel,
         (view.weights.reshape(rows), steps_mask, row_weights, view.ones, view.step_weights,
-         mask is not None),
+         mask is not None, float(steps)),
         f"{view.loss.head.name} step weights"))
     return matrix, labels, row_weights
 

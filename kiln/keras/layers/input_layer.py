@@ -10,6 +10,10 @@ from ...plan.step_plan import logical_dims
 from .. import backend
 from .base_layer import Layer, LayerNode
 
+# the size a None axis of an input is traced with (the model traces it once more at another
+# size to find which axes of each layer's output follow it: keras/models/variable_shapes.py)
+PROBE_SIZE = 32
+
 # the data types an input may hold: floats, or integers (token ids for an Embedding)
 INPUT_DTYPES = ("float32", "int32", "int64")
 
@@ -44,9 +48,9 @@ class InputLayer(Layer):
         self.dtype = input_dtype(dtype, self.context)  # the input's data type, not a policy
         if self.input_shape_arg is None:
             raise ValueError(f"{self.context}: argument shape must be given, e.g. (28, 28, 1)")
-        if any(d is None or int(d) <= 0 for d in self.input_shape_arg):
-            raise ValueError(f"{self.context}: argument shape must be positive ints (kiln "
-                             f"plans fixed shapes), got {self.input_shape_arg}")
+        if any(d is not None and int(d) <= 0 for d in self.input_shape_arg):
+            raise ValueError(f"{self.context}: argument shape must be positive ints or None "
+                             f"(any size), got {self.input_shape_arg}")
         for argument, value in (("sparse", sparse), ("ragged", ragged),
                                 ("optional", optional), ("input_tensor", input_tensor)):
             if value:
@@ -55,8 +59,13 @@ class InputLayer(Layer):
                                  f"got {value!r}")
         self.batch_size = batch_size
         data_format = backend.image_data_format()
-        dims = logical_dims((batch_size, *self.input_shape_arg), data_format)
+        # a None size (any length, any image size) is traced at a probe size; each concrete
+        # shape the model meets later gets a graph and plans of its own (variable_shapes.py)
+        shape = tuple(PROBE_SIZE if d is None else int(d) for d in self.input_shape_arg)
+        dims = logical_dims((batch_size, *shape), data_format)
         self.output_tensor = SymbolicTensor(dims, data_format, name=self.name, dtype=self.dtype)
+        self.output_tensor.variable_axes = frozenset(
+            axis for axis, d in enumerate(self.input_shape_arg, start=1) if d is None)
         self._inbound_nodes.append(LayerNode(self, (), {}, [self.output_tensor]))
         self.output_tensor._keras_history = (self, 0, 0)
         self.built = True

@@ -86,12 +86,28 @@ def replay(model, inputs, nodes):
     if len(given) != len(model.inputs):
         raise ValueError(f"{model.context}: expected {len(model.inputs)} input(s), got "
                          f"{len(given)}")
-    mapping = {}
     for old, new in zip(model.inputs, given, strict=True):
-        if tuple(old.shape[1:]) != tuple(new.shape[1:]):
+        # a None axis of the model's input (any size) takes any size, or a None axis
+        expected, got = old.concrete_shape, new.concrete_shape
+        if len(expected) != len(got) or any(
+                axis not in old.variable_axes and (got[axis] != expected[axis]
+                                                   or axis in new.variable_axes)
+                for axis in range(1, len(got))):
+            shown = tuple(None if axis in old.variable_axes else size
+                          for axis, size in enumerate(expected))
             raise ValueError(f"{model.context}: input '{old.name}' expects shape "
-                             f"{old.shape}, got {new.shape} from '{new.name}'")
-        mapping[id(old)] = new
+                             f"{shown}, got {new.shape} from '{new.name}'")
+    mapping = replay_mapping(model, given, nodes)
+    outputs = [mapping[id(t)] for t in model.outputs]
+    if len(outputs) == 1 and not isinstance(model._output_structure, dict):
+        return outputs[0]  # Keras unpacks a one-output list
+    return pack_like(model._output_structure, outputs)
+
+
+def replay_mapping(model, given, nodes):
+    """{id(tensor of model's graph): its counterpart} after calling the layer `nodes` again on
+    the tensors `given` (one per model input)."""
+    mapping = {id(old): new for old, new in zip(model.inputs, given, strict=True)}
 
     def substitute(structure):
         flat = flatten(structure)
@@ -105,7 +121,4 @@ def replay(model, inputs, nodes):
                              **substitute(dict(node.call_kwargs)))
         for old, new in zip(node.outputs, flatten(outputs), strict=True):
             mapping[id(old)] = new
-    outputs = [mapping[id(t)] for t in model.outputs]
-    if len(outputs) == 1 and not isinstance(model._output_structure, dict):
-        return outputs[0]  # Keras unpacks a one-output list
-    return pack_like(model._output_structure, outputs)
+    return mapping

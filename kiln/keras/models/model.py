@@ -6,7 +6,8 @@ Three ways to make one, as in Keras 3:
     subclassed:  class Net(keras.Model) with layers made in __init__ and used in call(); traced
                  once on symbolic inputs the first time its input shape is known
 Every model owns one ParameterStore holding its layers' weights; plans are cached per
-(training?, batch size) and rebuilt when weights come or go or their trainable flags change
+(training?, batch size) -- and input shapes, when an input has a None axis (variable_shapes.py)
+-- and rebuilt when weights come or go or their trainable flags change
 (a weight shared with another model only has its value copied back in: the plans stay). The
 cache keeps the most recently used plans and its lock serializes building and running them
 (kiln/plan/plan_cache.py).
@@ -29,6 +30,7 @@ from ..layers.dtype_policies import model_policy
 from ..layers.input_layer import Input, InputLayer
 from ..trainers import Trainer
 from .functional import map_layers, replay
+from .variable_shapes import VariableShapes, has_variable_axes
 
 
 class Model(Trainer, Layer):
@@ -54,6 +56,7 @@ class Model(Trainer, Layer):
         self._plans = {}
         self._trainable_flags = None
         self._layers = None
+        self._variable_shapes = None  # a VariableShapes when an input has a None axis
         # the graph rewrites plans apply (graph/rules.py; tests compare without some)
         self._plan_rules = RULES
         if inputs is not None or outputs is not None:
@@ -83,6 +86,9 @@ class Model(Trainer, Layer):
                 layer.compute_policy = policy.name
         self.store = ParameterStore()
         self._plans = {}
+        # None axes in an input: a concrete graph per input shape met (variable_shapes.py)
+        self._variable_shapes = (VariableShapes(self) if has_variable_axes(self.inputs)
+                                 else None)
         self.built = True
         if self.compiled:
             self._make_loss_head()
@@ -270,12 +276,16 @@ class Model(Trainer, Layer):
     def _plans(self, plans):
         self._plans.replace(plans)
 
-    def _plan(self, training, batch_size, evaluate=False):
+    def _plan(self, training, batch_size, evaluate=False, inputs=None):
         """The plan for one batch size: training, evaluation (losses and metrics after an
-        inference forward) or inference. Callers that run it hold `self._plans.lock`."""
+        inference forward) or inference. Callers that run it hold `self._plans.lock`.
+        `inputs`: the batch's input arrays, whose shapes pick the plan of a model with None
+        axes in its inputs (None: the probe shapes); other models ignore them."""
         # one thread at a time syncs the weights, looks up and builds (a build may repack
         # the weight arenas that other plans of this model read)
         with self._plans.lock:
+            if getattr(self, "_variable_shapes", None) is not None:
+                return self._variable_shapes.plan(training, batch_size, evaluate, inputs)
             return self._cached_plan(training, batch_size, evaluate)
 
     def _cached_plan(self, training, batch_size, evaluate):
@@ -284,20 +294,26 @@ class Model(Trainer, Layer):
         key = ("evaluate" if evaluate else training, batch_size)
         plan = self._plans.get(key)
         if plan is None:
-            data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
-            kind = "training" if training else "inference"  # evaluation: inference forward
-            if training or evaluate:
-                losses = self._compile_loss.output_losses()
-                graph = fuse(self.graph, self._plan_rules, kind,
-                             heads={loss.output: loss.head for loss in losses})
-                plan = StepPlan(graph, batch_size, self.store,
-                                optimizer=self.optimizer.make_updater() if training else None,
-                                data_type=data_type, losses=losses,
-                                metrics=self._compile_metrics.planners())
-            else:
-                graph = fuse(self.graph, self._plan_rules, kind)
-                plan = StepPlan(graph, batch_size, self.store, data_type=data_type)
+            plan = self._new_plan(self.graph, training, batch_size, evaluate)
             self._plans[key] = plan
+        return plan
+
+    def _new_plan(self, layer_graph, training, batch_size, evaluate):
+        """A StepPlan of `layer_graph` (the model's, or a concrete one of a model with None
+        axes) for one batch size."""
+        data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
+        kind = "training" if training else "inference"  # evaluation: inference forward
+        if training or evaluate:
+            losses = self._compile_loss.output_losses()
+            graph = fuse(layer_graph, self._plan_rules, kind,
+                         heads={loss.output: loss.head for loss in losses})
+            plan = StepPlan(graph, batch_size, self.store,
+                            optimizer=self.optimizer.make_updater() if training else None,
+                            data_type=data_type, losses=losses,
+                            metrics=self._compile_metrics.planners())
+        else:
+            graph = fuse(layer_graph, self._plan_rules, kind)
+            plan = StepPlan(graph, batch_size, self.store, data_type=data_type)
         return plan
 
     def get_weights(self):

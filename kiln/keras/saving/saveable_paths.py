@@ -20,7 +20,7 @@ from ..layers.base_layer import Layer
 _INTERNAL_ATTRIBUTES = frozenset({
     "_tracked", "_layers", "_layer_nodes", "_inbound_nodes", "_input_tensor", "_stack",
     "_input_layer", "_input_structure", "_output_structure", "inputs", "outputs", "graph",
-    "store", "_store", "_weights", "_plans", "history", "loss_head",
+    "store", "_store", "_weights", "_plans", "history", "loss_head", "_variable_shapes",
 })
 
 

@@ -76,7 +76,7 @@ class BatchRunner:
     def _run(self, xs, ys, sample_weights, step, epoch):
         training = self.kind == "fit"
         size = len(xs[0])
-        plan = self.model._plan(training, size, evaluate=not training)
+        plan = self.model._plan(training, size, evaluate=not training, inputs=xs)
         if training:  # set during a data-parallel fit (keras/distribution/)
             plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None

@@ -204,7 +204,7 @@ class Trainer(BatchMethods):
                 # another thread may run this plan (or train the weights) as soon as the
                 # lock is released: the outputs are copied out under it
                 with self._plans.lock:
-                    plan = self._plan(False, len(xs[0]))
+                    plan = self._plan(False, len(xs[0]), inputs=xs)
                     # copied, not re-pointed: an output may be the input memory itself
                     for array, x in zip(plan.input_arrays, xs, strict=True):
                         array[...] = x

@@ -196,3 +196,17 @@ def test_image_iterators_write_straight_into_the_staging_buffers():
     for step in range(3):
         np.testing.assert_array_equal(staged[step], expected[step])
     adapter.close()
+
+
+def test_staging_buffers_are_reused_for_batches_of_other_shapes():
+    """Batches of changing lengths (a model with None axes) reuse one aligned buffer per slot
+    once the largest was seen: no allocation per batch."""
+    from kiln.keras.trainers.data_adapters.staged_batches import StagingRing
+
+    ring = StagingRing(1)
+    first = ring.stage(0, ("x", 0), np.ones((4, 12, 3), np.float32))
+    for shape in ((4, 7, 3), (2, 12, 3), (4, 5, 6)):
+        staged = ring.stage(0, ("x", 0), np.full(shape, 2.0, np.float32))
+        assert staged.shape == shape and staged.flags.c_contiguous
+        assert staged.ctypes.data == first.ctypes.data and staged.ctypes.data % 64 == 0
+        np.testing.assert_array_equal(staged, 2.0)

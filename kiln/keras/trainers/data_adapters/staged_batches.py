@@ -15,7 +15,8 @@ from .data_adapter import class_weight_to_sample_weights, entry_argument, flatte
 
 
 class StagingRing:
-    """`slots` sets of aligned float32 buffers; a buffer grows only when a batch outgrows it."""
+    """`slots` sets of aligned float32 buffers; a buffer grows only when a batch outgrows it
+    (batches of another length or image size, for a model with None axes, reuse it too)."""
 
     def __init__(self, slots):
         self.slots = [{} for _ in range(slots)]
@@ -24,12 +25,12 @@ class StagingRing:
         """A view of `shape` (float32, or int32 for an input of integers) in slot `slot`,
         kept under `key` for the next batch."""
         shape = tuple(int(s) for s in shape)
+        size = int(np.prod(shape))
         held = self.slots[slot].get(key)
-        if (held is None or held.shape[1:] != shape[1:] or len(held) < shape[0]
-                or held.dtype != dtype):
-            held = aligned_array(shape, dtype)
+        if held is None or held.size < size or held.dtype != dtype:
+            held = aligned_array((size,), dtype)  # flat: any shape of this size fits
             self.slots[slot][key] = held
-        return held[:shape[0]]
+        return held[:size].reshape(shape)
 
     def stage(self, slot, key, array, dtype=np.float32):
         """`array` copied (and converted: floats for an integer input truncated, as Keras
