@@ -66,7 +66,7 @@ def epoch_logs(out):
     logs = []
     for line in out.splitlines():
         if re.match(r"^\d+/\d+ - \S+ - \S+/step - ", line):
-            logs.append({k: float(v) for k, v in re.findall(r"(\w+): ([-\d.e]+)", line)})
+            logs.append({k: float(v) for k, v in re.findall(r"(\w+): ([-+\d.e]+)", line)})
     return logs
 
 
