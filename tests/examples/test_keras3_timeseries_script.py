@@ -6,7 +6,7 @@ then reloaded with keras.models.load_model and evaluated.
 
 The data: the script reads `root_url + "FordA_TRAIN.tsv"` with np.loadtxt, which downloads it
 through urllib's urlopen; the test serves small TSV files in the real format (label -1 / 1,
-then 500 values per line; 160 training and 64 test series, learnable sines in noise) for exactly
+then 500 values per line; 128 training and 32 test series, learnable sines in noise) for exactly
 those two URLs. keras.utils.plot_model needs pydot and Graphviz (optional): it is replaced by a
 recorder, and without pydot the real one must refuse with an ImportError naming it.
 
@@ -66,7 +66,7 @@ def ford_a(keras2_cache, tmp_path, monkeypatch):
     folder = tmp_path / "ford_a"
     folder.mkdir()
     labels = {name: write_ucr_tsv(folder / name, count, seed=seed)
-              for name, count, seed in (("FordA_TRAIN.tsv", 160, 1), ("FordA_TEST.tsv", 64, 2))}
+              for name, count, seed in (("FordA_TRAIN.tsv", 128, 1), ("FordA_TEST.tsv", 32, 2))}
     requested = []
 
     def urlopen(url, *args, **kwargs):
@@ -94,7 +94,7 @@ def test_timeseries_classification_from_scratch(ford_a, monkeypatch, capsys):
     # (numpy opens a URL twice: once to check it exists)
     assert list(dict.fromkeys(requested)) == [ROOT_URL + "FordA_TRAIN.tsv",
                                               ROOT_URL + "FordA_TEST.tsv"]
-    assert namespace["x_train"].shape == (160, 500, 1) and namespace["num_classes"] == 2
+    assert namespace["x_train"].shape == (128, 500, 1) and namespace["num_classes"] == 2
     np.testing.assert_array_equal(namespace["y_test"], (labels["FordA_TEST.tsv"] == 1))
     (plotted, plot_kwargs), = plots
     assert plot_kwargs == {"show_shapes": True}
@@ -117,7 +117,7 @@ def test_timeseries_classification_from_scratch(ford_a, monkeypatch, capsys):
         assert {"config.json", "metadata.json", "model.weights.h5"} <= set(archive.namelist())
     best = namespace["model"]
     assert best is not plotted
-    x_val, y_val = namespace["x_train"][128:], namespace["y_train"][128:]  # validation_split
+    x_val, y_val = namespace["x_train"][102:], namespace["y_train"][102:]  # validation_split
     val_loss, _ = best.evaluate(x_val, y_val, verbose=0)
     assert val_loss == pytest.approx(min(history["val_loss"]), rel=1e-4)
     test_loss, test_accuracy = best.evaluate(namespace["x_test"], namespace["y_test"], verbose=0)
