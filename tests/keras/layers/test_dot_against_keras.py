@@ -28,7 +28,7 @@ def sequences(K, axes, normalize):
 
 @pytest.mark.parametrize("normalize", [False, True])
 def test_dot_of_feature_vectors(normalize):
-    check_against_keras(lambda K: features(K, normalize), optimizers=("sgd",))
+    check_against_keras(lambda K: features(K, normalize), optimizers=("adam",))
 
 
 @pytest.mark.parametrize("axes, normalize", [(2, False), ((2, 2), True), (1, False),
