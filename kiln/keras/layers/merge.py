@@ -189,7 +189,5 @@ def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
-from .dot import Dot, dot  # noqa: E402, F401  (Keras 2's keras.layers.merge had them)
-
 __all__ = ["Add", "Average", "Concatenate", "Maximum", "Minimum", "Multiply", "Subtract",
            "add", "average", "concatenate", "maximum", "minimum", "multiply", "subtract"]

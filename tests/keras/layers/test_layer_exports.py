@@ -35,8 +35,6 @@ EXPORTED += [
 EXPORTED += ["TimeDistributed"]
 # the RNN wrapper and its cells
 EXPORTED += ["RNN", "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
-# the dot product of two tensors (a merge layer in Keras 2)
-EXPORTED += ["Dot", "dot"]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 
 
