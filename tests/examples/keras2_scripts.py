@@ -1,5 +1,6 @@
 """Running Keras 2.2.4's own example scripts (tests/examples/keras2/, imports changed to kiln)
-on small data written in the real file formats into a temporary Keras cache.
+and Keras 3 ones from keras-io (tests/examples/keras3/) on small data written in the real file
+formats into a temporary Keras cache.
 
 A script runs as `python script.py` would (`__name__ == "__main__"`), from its text with a few
 whole lines rewritten to shorten it (epochs, data sizes); each rewrite must match exactly one
@@ -15,37 +16,38 @@ from pathlib import Path
 import numpy as np
 
 SCRIPTS = Path(__file__).resolve().parent / "keras2"
+KERAS3_SCRIPTS = SCRIPTS.parent / "keras3"
 HEADER_END = "# (end of the kiln header)\n"
 CHANGE = re.compile(r"^#   line (\d+): (.*)  ->  (.*)$")
 
 
-def original_and_header(name):
-    text = (SCRIPTS / f"{name}.py").read_text(encoding="utf-8")
+def original_and_header(name, folder=SCRIPTS):
+    text = (folder / f"{name}.py").read_text(encoding="utf-8")
     header, body = text.split(HEADER_END)
     return header, body
 
 
-def listed_changes(name):
+def listed_changes(name, folder=SCRIPTS):
     """{line number: (original line, kiln line)} from the fixture's header."""
-    header, _ = original_and_header(name)
+    header, _ = original_and_header(name, folder)
     return {int(m.group(1)): (m.group(2), m.group(3))
             for m in map(CHANGE.match, header.splitlines()) if m}
 
 
-def script_source(name, rewrites=()):
+def script_source(name, rewrites=(), folder=SCRIPTS):
     """The script's text with each `(old line, new line)` of `rewrites` replaced once."""
-    source = (SCRIPTS / f"{name}.py").read_text(encoding="utf-8")
+    source = (folder / f"{name}.py").read_text(encoding="utf-8")
     for old, new in rewrites:
         assert source.count(old + "\n") == 1, f"{name}.py no longer has exactly one {old!r}"
         source = source.replace(old + "\n", new + "\n")
     return source
 
 
-def run_script(name, rewrites=()):
+def run_script(name, rewrites=(), folder=SCRIPTS):
     """Executes the (rewritten) script as __main__; returns its global namespace."""
-    path = SCRIPTS / f"{name}.py"
+    path = folder / f"{name}.py"
     namespace = {"__name__": "__main__", "__file__": str(path)}
-    exec(compile(script_source(name, rewrites), str(path), "exec"), namespace)
+    exec(compile(script_source(name, rewrites, folder), str(path), "exec"), namespace)
     return namespace
 
 
@@ -64,7 +66,7 @@ def epoch_logs(out):
     logs = []
     for line in out.splitlines():
         if re.match(r"^\d+/\d+ - \S+ - \S+/step - ", line):
-            logs.append({k: float(v) for k, v in re.findall(r"(\w+): ([-\d.e]+)", line)})
+            logs.append({k: float(v) for k, v in re.findall(r"(\w+): ([-+\d.e]+)", line)})
     return logs
 
 
@@ -122,3 +124,19 @@ def write_reuters(folder, count, classes, vocabulary=3000, seed=0):
     y = rng.integers(0, classes, count)
     np.savez(folder / "reuters.npz", x=cued_sequences(rng, y, vocabulary, 3, 10, 60, 0.3), y=y)
     write_word_index(folder / "reuters_word_index.json", vocabulary)
+
+
+def write_ucr_tsv(path, count, length=500, seed=0):
+    """A UCR archive TSV (FordA_TRAIN.tsv's format): one series per line, the label (-1 or 1)
+    first, then `length` z-normalized values, tab-separated. Class 1 is a sine of 12 periods,
+    class -1 one of 7 (random phases), both in noise: learnable by a small convnet."""
+    rng = np.random.default_rng(seed)
+    labels = rng.choice([-1, 1], count)
+    t = np.arange(length) / length
+    periods = np.where(labels == 1, 12.0, 7.0)[:, None]
+    series = (np.sin(2 * np.pi * (periods * t + rng.random((count, 1))))
+              + rng.normal(0.0, 0.8, (count, length)))
+    series = (series - series.mean(1, keepdims=True)) / series.std(1, keepdims=True)
+    rows = np.column_stack([labels, series])
+    np.savetxt(path, rows, delimiter="\t", fmt=["%d"] + ["%.7f"] * length)
+    return labels

@@ -1,6 +1,6 @@
 """Keras 2.2.4's reuters_mlp.py, addition_rnn.py and lstm_text_generation.py run in kiln with
 only their imports changed (tests/examples/keras2/; each header lists the changed lines, checked
-here for all eight scripts), on small data in the real file formats written to a temporary
+here for all ten scripts there), on small data in the real file formats written to a temporary
 Keras cache (`keras2_cache`).
 
 Lines rewritten to keep each run to seconds (each must occur exactly once):
@@ -32,7 +32,8 @@ from keras2_scripts import (
 )
 
 ALL_SCRIPTS = ["imdb_lstm", "imdb_cnn", "imdb_cnn_lstm", "imdb_bidirectional_lstm",
-               "imdb_fasttext", "addition_rnn", "lstm_text_generation", "reuters_mlp"]
+               "imdb_fasttext", "addition_rnn", "lstm_text_generation", "reuters_mlp",
+               "mnist_irnn", "mnist_net2net"]
 
 
 @pytest.mark.parametrize("name", ALL_SCRIPTS)

@@ -94,6 +94,7 @@ class Layer:
         name: unique name (generated from the class name when omitted).
         input_shape: for the first layer of a Sequential model, the shape without the batch.
         trainable: whether fit() updates its weights.
+        weights: Keras 2's initial values, the list `get_weights()` returns once built.
         dtype: 'float32' or 'mixed_bfloat16' (or their DTypePolicy); a model runs one policy,
             so all its layers must agree (a layer given none follows the global policy).
     """
@@ -110,6 +111,8 @@ class Layer:
         input_dim = kwargs.pop("input_dim", None)
         kwargs.pop("autocast", None)  # Keras 3 flag with no effect here: kiln casts in the plan
         activity_regularizer = kwargs.pop("activity_regularizer", None)
+        # Keras 2's `weights=[kernel, bias]`: set right after the layer builds its weights
+        self._initial_weights = kwargs.pop("weights", None)
         self._tracked = []
         self.name = name or unique_name(cls)
         self.activity_regularizer = regularizers.get(activity_regularizer, self.context,
@@ -339,6 +342,9 @@ class Layer:
                 shapes = pack_like(inputs, [t.shape for t in flatten(inputs)])
                 self.build(shapes)
                 self.built = True
+                if self._initial_weights is not None:
+                    self.set_weights(list(self._initial_weights))
+                    self._initial_weights = None
             if "training" in kwargs and not self._call_accepts("training"):
                 kwargs.pop("training")
             # the mask a call() receives is not recorded with the call: a replay of the

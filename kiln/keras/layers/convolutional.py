@@ -15,4 +15,7 @@ from .up_sampling2d import UpSampling2D  # noqa: F401
 from .zero_padding1d import ZeroPadding1D  # noqa: F401
 from .zero_padding2d import ZeroPadding2D  # noqa: F401
 
+# Keras 2.2's other names of Conv2DTranspose (only on this path, as there)
+Deconvolution2D = Deconv2D = Conv2DTranspose
+
 __all__ = []

@@ -13,7 +13,8 @@ KERAS2_MODULES = {
              "RepeatVector", "Lambda", "ActivityRegularization", "Masking",
              "SpatialDropout1D", "SpatialDropout2D"],
     "embeddings": ["Embedding"],
-    "recurrent": ["SimpleRNN", "GRU", "LSTM"],
+    "recurrent": ["SimpleRNN", "GRU", "LSTM", "RNN", "SimpleRNNCell", "GRUCell", "LSTMCell",
+                  "StackedRNNCells"],
     "convolutional": ["Conv1D", "Conv2D", "Conv2DTranspose", "SeparableConv1D",
                       "SeparableConv2D", "DepthwiseConv2D", "UpSampling1D", "UpSampling2D",
                       "ZeroPadding1D", "ZeroPadding2D", "Cropping1D", "Cropping2D",
@@ -40,3 +41,9 @@ def test_keras2_layer_module_gives_the_same_classes(module_name):
 
 def test_keras2_paths_add_nothing_to_the_layer_list():
     assert len(layers.__all__) == len(set(layers.__all__))
+
+
+def test_keras2_deconvolution_names_are_conv2d_transpose():
+    from kiln.keras.layers import convolutional
+
+    assert convolutional.Deconvolution2D is convolutional.Deconv2D is layers.Conv2DTranspose
