@@ -189,5 +189,8 @@ def concatenate(inputs, axis=-1, **kwargs):
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
+# Keras 2's keras.layers.merge also held Dot / dot: importable from here, exported by dot.py
+from .dot import Dot, dot  # noqa: E402, F401
+
 __all__ = ["Add", "Average", "Concatenate", "Maximum", "Minimum", "Multiply", "Subtract",
            "add", "average", "concatenate", "maximum", "minimum", "multiply", "subtract"]
