@@ -88,62 +88,6 @@ def test_take_with_repeated_and_negative_indices_and_a_2d_index_array():
     check_against_keras(build, optimizers=("sgd",), steps=1)
 
 
-# -- keras-io's text classification with a Transformer: the two layers -------------------------
-def transformer_classifier(K, maxlen=6, vocab_size=30, embed_dim=8, num_heads=2, ff_dim=8):
-    """keras-io's TokenAndPositionEmbedding and TransformerBlock as written there (dropout rate
-    0, so the training forward is deterministic and comparable), at small sizes."""
-    layers, ops = K.layers, K.ops
-
-    class TransformerBlock(layers.Layer):
-        def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
-            super().__init__()
-            self.att = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
-            self.ffn = K.Sequential([layers.Dense(ff_dim, activation="relu"),
-                                     layers.Dense(embed_dim)])
-            self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
-            self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
-            self.dropout1 = layers.Dropout(rate)
-            self.dropout2 = layers.Dropout(rate)
-
-        def call(self, inputs):
-            attn_output = self.att(inputs, inputs)
-            attn_output = self.dropout1(attn_output)
-            out1 = self.layernorm1(inputs + attn_output)
-            ffn_output = self.ffn(out1)
-            ffn_output = self.dropout2(ffn_output)
-            return self.layernorm2(out1 + ffn_output)
-
-    class TokenAndPositionEmbedding(layers.Layer):
-        def __init__(self, maxlen, vocab_size, embed_dim):
-            super().__init__()
-            self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
-            self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
-
-        def call(self, x):
-            maxlen = ops.shape(x)[-1]
-            positions = ops.arange(start=0, stop=maxlen, step=1)
-            positions = self.pos_emb(positions)
-            x = self.token_emb(x)
-            return x + positions
-
-    inputs = layers.Input(shape=(maxlen,))
-    x = TokenAndPositionEmbedding(maxlen, vocab_size, embed_dim)(inputs)
-    x = TransformerBlock(embed_dim, num_heads, ff_dim, rate=0.0)(x)
-    x = layers.GlobalAveragePooling1D()(x)
-    x = layers.Dense(5, activation="relu")(x)
-    outputs = layers.Dense(2, activation="softmax")(x)
-    return K.Model(inputs=inputs, outputs=outputs)
-
-
-def test_token_and_position_embedding_with_a_transformer_block_trains_as_keras():
-    ids = np.random.default_rng(3).integers(0, 30, (6, 6)).astype(np.float32)
-    kiln_model, _ = check_against_keras(transformer_classifier, inputs=ids,
-                                        optimizers=("sgd",), steps=2)
-    paths = [w.path for w in kiln_model.weights]
-    assert paths[:2] == ["token_and_position_embedding/embedding/embeddings",
-                         "token_and_position_embedding/embedding_1/embeddings"]
-
-
 # -- refusals ----------------------------------------------------------------------------------
 def traced(call, shape=(4, 3)):
     """Trace `call` inside a layer on an input of `shape` (the error comes from the trace)."""
