@@ -12,7 +12,11 @@ import builtins
 
 import numpy as np
 
-from ...graph.symbolic import SymbolicTensor
+from ...binding import constants as dnnl
+from ...graph.symbolic import SymbolicTensor, apply
+from ...ops.embedding import EmbeddingOp
+from ..layers.custom_weights import bind_dims
+from ..layers.weight import Weight
 from .core import (
     is_symbolic,
     keras_array,
@@ -44,7 +48,24 @@ def _model_axis(function, x, axis):
     return axis
 
 
+def _rows_of_weight(table, ids, axis):
+    """take(weight, ids, axis=0): the rows of a (rows, features) weight for (batch, steps)
+    ids, as an Embedding layer gathers them."""
+    if axis is None or len(table.shape) != 2 or (int(axis) % 2) != 0:
+        not_in_model("take", f"a weight of shape {tuple(table.shape)} by tensor indices along "
+                             f"axis {axis!r} (rows of a 2D weight, axis=0, only)")
+    if len(ids.shape) != 2 or ids.flattened:
+        not_in_model("take", f"indices of shape {ids.shape} (a (batch, steps) tensor of ids "
+                             "only)")
+    rows, features = (int(d) for d in table.shape)
+    owner, short = table.path.rsplit("/", 1)
+    bind_dims(table, (rows, features), dnnl.ab, where())
+    return apply(EmbeddingOp(owner, rows, features, table=short), ids)
+
+
 def take(x, indices, axis=None):
+    if isinstance(x, Weight) and isinstance(indices, SymbolicTensor):
+        return _rows_of_weight(x, indices, axis)
     if isinstance(x, SymbolicTensor):
         if is_symbolic(indices):
             not_in_model("take", "indices that are tensors (static indices only)")

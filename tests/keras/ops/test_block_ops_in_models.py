@@ -135,3 +135,23 @@ def test_embedding_on_constant_ids_inside_a_layer_refuses_what_it_cannot_plan():
         Positions(np.arange(4))(kk.Input((4, 3)))
     with pytest.raises(TypeError, match="Embedding 'table'.*argument inputs must be a 1-D array"):
         Positions(np.zeros(5))(kk.Input((5, 3)))
+
+
+def test_take_of_a_weight_by_token_ids_is_a_trained_embedding_as_keras():
+    """A hand-written embedding layer: ops.take(self.table, ids) gathers rows of its weight
+    (the engine's Embedding gather, its scatter-add backward trains the table)."""
+    def build(K):
+        class TokenEmbedding(K.layers.Layer):
+            def build(self, input_shape):
+                self.table = self.add_weight(shape=(9, 4), initializer="uniform", name="table")
+
+            def call(self, ids):
+                return K.ops.take(self.table, ids, axis=0)
+
+        inputs = K.Input((5,), dtype="int32")
+        x = TokenEmbedding(name="tokens")(inputs)
+        x = K.layers.GlobalAveragePooling1D()(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax", name="classes")(x))
+
+    ids = np.random.default_rng(1).integers(0, 9, (6, 5)).astype(np.int32)
+    check_against_keras(build, inputs=ids, optimizers=("sgd",))
