@@ -156,6 +156,8 @@ class Memory:
     def view(self, desc):
         """Another descriptor over the same bytes (it follows them when they move)."""
         view = Memory(desc, self.storage)
+        if len(self.views) >= 64:  # forget views already collected, so the list stays short
+            self.views = [reference for reference in self.views if reference() is not None]
         self.views.append(weakref.ref(view))
         return view
 
