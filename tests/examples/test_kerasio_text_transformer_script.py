@@ -14,6 +14,7 @@ line is rewritten); the number of reviews comes from the file written.
 import math
 
 from keras2_scripts import (
+    SCRIPTS,
     epoch_logs,
     listed_changes,
     original_and_header,
@@ -22,7 +23,7 @@ from keras2_scripts import (
 )
 
 NAME = "text_classification_with_transformer"
-KERASIO_SCRIPTS = __import__("keras2_scripts").SCRIPTS.parent / "kerasio"
+KERASIO_SCRIPTS = SCRIPTS.parent / "kerasio"
 TRAIN, TEST = 320, 64
 
 
