@@ -14,8 +14,8 @@ import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.activation import ActivationOp
-from ...ops.eltwise import activation_name
 from ...ops.elementwise_math import ElementwiseMathOp
+from ...ops.eltwise import activation_name
 from ...ops.unary import UnaryOp
 from .binary import binary
 from .core import eager_operand, is_symbolic, keras_array, not_in_model, op_name, result
