@@ -135,7 +135,8 @@ def _instance(cls, config, context, argument):
     if not hasattr(cls, "from_config"):  # a plain function registered under the name
         return cls
     try:
-        return cls.from_config(dict(config))
+        # an empty config (a name) is the defaults, as Keras's deserialization makes it
+        return cls.from_config(dict(config)) if config else cls()
     except (TypeError, ValueError) as error:
         prefix = _where(context, argument) or "initializers: "
         raise type(error)(f"{prefix}{cls.__name__} with config {config!r}: {error}") from error

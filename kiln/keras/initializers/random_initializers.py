@@ -58,7 +58,9 @@ class RandomNormal(RandomInitializer):
 
     def __call__(self, shape, dtype=None):
         shape, dtype = self.shape_and_dtype(shape, dtype)
-        return self.generator().normal(self.mean, self.stddev, shape).astype(dtype)
+        # mean + stddev * N(0, 1), not generator.normal: Keras takes a negative stddev too
+        values = self.mean + self.stddev * self.generator().standard_normal(shape)
+        return values.astype(dtype)
 
     def get_config(self):
         return {**super().get_config(), "mean": self.mean, "stddev": self.stddev}
@@ -151,7 +153,7 @@ class VarianceScaling(RandomInitializer):
             stddev = math.sqrt(variance) / 0.87962566103423978
             return truncated_normal(generator, shape, 0.0, stddev).astype(dtype)
         if self.distribution == "untruncated_normal":
-            return generator.normal(0.0, math.sqrt(variance), shape).astype(dtype)
+            return (math.sqrt(variance) * generator.standard_normal(shape)).astype(dtype)
         limit = math.sqrt(3.0 * variance)
         return generator.uniform(-limit, limit, shape).astype(dtype)
 
