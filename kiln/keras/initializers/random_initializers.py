@@ -3,16 +3,16 @@
 Seeds follow Keras 3: an int seed, or none, in which case the instance draws a seed of its own
 when it is made (`seeds.default_seed`). Either way every call of the same instance returns the
 same values, and the config keeps the seed the user gave (None for none), so a layer made from
-a config draws new weights. The draws are numpy's (PCG64), not JAX's threefry: for the same
-seed the values differ from Keras's, the distributions are the same (moments, truncation
-bounds, fans).
+a config draws new weights. The draws are Keras's on its JAX backend (`jax_draws`, threefry
+bits), so an int seed gives Keras's values: uniform ones bit for bit, normal ones to the last
+bit of float32. Another dtype than float32 is drawn in float32 and cast.
 """
 
 import math
 
 import numpy as np
 
-from . import seeds
+from . import jax_draws, seeds
 from .initializer import Initializer, standard_dtype, standard_shape
 
 
@@ -28,9 +28,6 @@ class RandomInitializer(Initializer):
         self._init_seed = None if seed is None else int(seed)
         self.seed = seeds.default_seed() if seed is None else int(seed)
 
-    def generator(self):
-        return seeds.generator(self.seed)
-
     def shape_and_dtype(self, shape, dtype):
         return standard_shape(self, shape), standard_dtype(self, dtype, True)
 
@@ -38,15 +35,10 @@ class RandomInitializer(Initializer):
         return {"seed": self._init_seed}
 
 
-def truncated_normal(generator, shape, mean, stddev):
-    """A normal cut at two standard deviations: values outside are drawn again (the
-    distribution of Keras's `random.truncated_normal`)."""
-    values = generator.standard_normal(shape)
-    outside = np.abs(values) > 2.0
-    while outside.any():
-        values[outside] = generator.standard_normal(int(outside.sum()))
-        outside = np.abs(values) > 2.0
-    return mean + stddev * values
+def scaled(values, stddev, mean):
+    """`values * stddev + mean` in float32, two roundings: Keras runs them as two eager
+    operations after the draw, which XLA does not fuse."""
+    return values * np.float32(stddev) + np.float32(mean)
 
 
 class RandomNormal(RandomInitializer):
@@ -58,17 +50,15 @@ class RandomNormal(RandomInitializer):
 
     def __call__(self, shape, dtype=None):
         shape, dtype = self.shape_and_dtype(shape, dtype)
-        # mean + stddev * N(0, 1), not generator.normal: Keras takes a negative stddev too
-        values = self.mean + self.stddev * self.generator().standard_normal(shape)
-        return values.astype(dtype)
+        return scaled(jax_draws.normal(self.seed, shape), self.stddev, self.mean).astype(dtype)
 
     def get_config(self):
         return {**super().get_config(), "mean": self.mean, "stddev": self.stddev}
 
 
 class TruncatedNormal(RandomInitializer):
-    """Draws from a normal distribution of `mean` and `stddev`, values more than two standard
-    deviations from the mean drawn again (the variance is not rescaled)."""
+    """A normal distribution of `mean` and `stddev` truncated at two standard deviations from
+    the mean (the variance is not rescaled)."""
 
     def __init__(self, mean=0.0, stddev=0.05, seed=None):
         self.mean, self.stddev = mean, stddev
@@ -76,7 +66,8 @@ class TruncatedNormal(RandomInitializer):
 
     def __call__(self, shape, dtype=None):
         shape, dtype = self.shape_and_dtype(shape, dtype)
-        return truncated_normal(self.generator(), shape, self.mean, self.stddev).astype(dtype)
+        values = jax_draws.truncated_normal(self.seed, shape)
+        return scaled(values, self.stddev, self.mean).astype(dtype)
 
     def get_config(self):
         return {**super().get_config(), "mean": self.mean, "stddev": self.stddev}
@@ -91,7 +82,7 @@ class RandomUniform(RandomInitializer):
 
     def __call__(self, shape, dtype=None):
         shape, dtype = self.shape_and_dtype(shape, dtype)
-        return self.generator().uniform(self.minval, self.maxval, shape).astype(dtype)
+        return jax_draws.uniform(self.seed, shape, self.minval, self.maxval).astype(dtype)
 
     def get_config(self):
         return {**super().get_config(), "minval": self.minval, "maxval": self.maxval}
@@ -147,15 +138,16 @@ class VarianceScaling(RandomInitializer):
         fan_in, fan_out = compute_fans(shape, self.input_axes, self.output_axes)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}
         variance = self.scale / max(1.0, fan[self.mode])
-        generator = self.generator()
         if self.distribution == "truncated_normal":
             # 0.8796... is the deviation of a unit normal cut at two deviations
             stddev = math.sqrt(variance) / 0.87962566103423978
-            return truncated_normal(generator, shape, 0.0, stddev).astype(dtype)
-        if self.distribution == "untruncated_normal":
-            return (math.sqrt(variance) * generator.standard_normal(shape)).astype(dtype)
-        limit = math.sqrt(3.0 * variance)
-        return generator.uniform(-limit, limit, shape).astype(dtype)
+            values = scaled(jax_draws.truncated_normal(self.seed, shape), stddev, 0.0)
+        elif self.distribution == "untruncated_normal":
+            values = scaled(jax_draws.normal(self.seed, shape), math.sqrt(variance), 0.0)
+        else:
+            limit = math.sqrt(3.0 * variance)
+            values = jax_draws.uniform(self.seed, shape, -limit, limit)
+        return values.astype(dtype)
 
     def get_config(self):
         return {**super().get_config(), "scale": self.scale, "mode": self.mode,
@@ -228,7 +220,7 @@ class Orthogonal(RandomInitializer):
             raise ValueError(f"Orthogonal: the tensor to initialize must be at least "
                              f"two-dimensional. Received: shape={shape} of rank {len(shape)}.")
         rows, columns = int(np.prod(shape[:-1])), shape[-1]
-        values = self.generator().standard_normal((max(rows, columns), min(rows, columns)))
+        values = jax_draws.normal(self.seed, (max(rows, columns), min(rows, columns)))
         q, r = np.linalg.qr(values)
         q *= np.sign(np.diag(r))
         if rows < columns:

@@ -22,8 +22,3 @@ def set_random_seed(seed):
 def default_seed():
     """A seed for an initializer made without one, in Keras's range [1, 1e9]."""
     return int(_generator[0].integers(1, 10**9, endpoint=True))
-
-
-def generator(seed):
-    """numpy's generator for an int seed: the same seed gives the same draws."""
-    return np.random.default_rng(seed)

@@ -1,9 +1,12 @@
 """keras.initializers' random classes against real Keras 3 (JAX backend): the configs both
 ways, Keras 3's seed semantics, the fans (dense, conv 1D / 2D / 3D kernels, explicit axes),
-and the distributions. kiln draws with numpy, Keras with JAX's threefry, so the same seed gives
-other values: the distributions are compared instead, with seeded draws on both sides (so
-the tests are deterministic) by two-sample Kolmogorov-Smirnov statistics against Keras's draws
-and one-sample ones against the exact distribution, plus moments and truncation bounds."""
+and the values. kiln draws JAX's threefry stream as Keras on JAX does, so a seeded draw equals
+Keras's to the last bit of float32: exactly for uniform draws under XLA's default optimizations
+(which fuse u * (high - low) + low into one rounding, as kiln does); the oracle here turns them
+off (see keras_oracle.real_keras), and normal draws may round erfinv's log1p differently, so
+the values are compared to within two float32 steps of the largest. The distributions are also
+checked against the exact laws (Kolmogorov-Smirnov statistics, moments and truncation
+bounds), so a rule wrong on both sides would show too."""
 
 import math
 import sys
@@ -21,8 +24,8 @@ from kiln.keras import initializers  # noqa: E402
 # a conv kernel (kh, kw, in, out): fan_in 3 * 3 * 40, fan_out 3 * 3 * 60, 32400 values
 KERNEL = (3, 3, 40, 60)
 FAN_IN, FAN_OUT = 3 * 3 * 40, 3 * 3 * 60
-# 2-sample KS between two samples of 32400 values: D above 0.02 has p < 1e-4
-KS_LIMIT = 0.02
+# KS statistic of 32400 values against their law: D above 0.0125 has p < 1e-4
+KS_LIMIT = 0.0125
 TRUNCATION = 0.87962566103423978  # deviation of a unit normal cut at +-2
 
 
@@ -36,6 +39,14 @@ def exact(distribution, scale):
         return stats.norm(0.0, math.sqrt(scale)), math.inf
     stddev = math.sqrt(scale) / TRUNCATION
     return stats.truncnorm(-2.0, 2.0, scale=stddev), 2.0 * stddev
+
+
+def assert_keras_values(ours, theirs):
+    """Keras's values to the last bit or two of float32 (a wrong seed, counter or scale
+    differs in every value), and most of them exactly."""
+    theirs = np.asarray(theirs)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=2 * np.spacing(np.abs(theirs).max()))
+    assert np.mean(ours == theirs) > 0.4
 
 
 VARIANCE_SCALING = [  # (make(module), distribution, variance)
@@ -59,7 +70,7 @@ def test_variance_scaling_draws_keras_distribution(make, distribution, variance)
     ours = make(initializers)(KERNEL)
     theirs = np.asarray(make(keras.initializers)(KERNEL))
     assert ours.shape == KERNEL and ours.dtype == np.float32
-    assert stats.ks_2samp(ours.ravel(), theirs.ravel()).statistic < KS_LIMIT
+    assert_keras_values(ours, theirs)
     law, bound = exact(distribution, variance)
     assert stats.kstest(ours.ravel(), law.cdf).statistic < KS_LIMIT
     assert ours.var() == pytest.approx(variance, rel=0.03)
@@ -84,7 +95,7 @@ def test_fixed_distributions_match_keras(make, law):
     keras = real_keras()
     ours = make(initializers)(KERNEL)
     theirs = np.asarray(make(keras.initializers)(KERNEL))
-    assert stats.ks_2samp(ours.ravel(), theirs.ravel()).statistic < KS_LIMIT
+    assert_keras_values(ours, theirs)
     assert stats.kstest(ours.ravel(), law.cdf).statistic < KS_LIMIT
     low, high = law.support()
     assert ours.min() >= low - 1e-6 and ours.max() <= high + 1e-6
@@ -125,12 +136,13 @@ def test_fans_from_explicit_axes_as_keras():
 ])
 def test_conv_kernels_get_keras_fans(layer, fan_in, fan_out):
     """The kernel of a layer built on 4 channels has Keras's shape whatever the data_format,
-    so He / Glorot limits follow Keras's fans."""
+    so Glorot's limit follows Keras's fans, and a seeded kernel equals Keras's."""
     keras = real_keras()
     from kiln import keras as kk
 
     def build(K):
-        made = eval(f"K.layers.{layer[:-1]}, kernel_initializer='glorot_uniform')")
+        made = eval(f"K.layers.{layer[:-1]}, "
+                    "kernel_initializer=K.initializers.GlorotUniform(seed=3))")
         rank = 1 if "1D" in layer else 2
         channels_first = "channels_first" in layer
         shape = (4,) + (9,) * rank if channels_first else (9,) * rank + (4,)
@@ -142,7 +154,7 @@ def test_conv_kernels_get_keras_fans(layer, fan_in, fan_out):
     limit = math.sqrt(6.0 / (fan_in + fan_out))
     kernel = ours.get_weights()[0]
     assert np.abs(kernel).max() <= limit and np.abs(kernel).max() > 0.8 * limit
-    assert np.abs(theirs.get_weights()[0]).max() <= limit
+    assert_keras_values(kernel, theirs.get_weights()[0])
 
 
 def test_orthogonal_is_orthogonal_for_tall_wide_and_conv_shapes():
@@ -154,10 +166,8 @@ def test_orthogonal_is_orthogonal_for_tall_wide_and_conv_shapes():
             matrix = values.reshape(-1, shape[-1])
             small = matrix.T @ matrix if matrix.shape[0] >= matrix.shape[1] else matrix @ matrix.T
             np.testing.assert_allclose(small, 4.0 * np.eye(len(small)), atol=1e-4)
-    # the entries of a Haar-random orthogonal matrix, against Keras's
-    ours = initializers.Orthogonal(seed=3)((300, 200)).ravel()
-    theirs = np.asarray(keras.initializers.Orthogonal(seed=3)((300, 200))).ravel()
-    assert stats.ks_2samp(ours, theirs).statistic < KS_LIMIT
+        # the same normal draw and QR as Keras (numpy's in float64, XLA's in float32)
+        np.testing.assert_allclose(ours, theirs, atol=2e-5)
     with pytest.raises(ValueError, match=r"Orthogonal.*two-dimensional.*\(3,\)"):
         initializers.Orthogonal()((3,))
 
