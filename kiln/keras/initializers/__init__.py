@@ -47,8 +47,9 @@ ALL_OBJECTS_DICT = {**{cls.__name__: cls for cls in _CLASSES},
                     "normal": RandomNormal, "uniform": RandomUniform, "one": Ones, "zero": Zeros}
 
 __all__ = ["Initializer", "RandomInitializer", "compute_fans", "deserialize", "get",
-           "initial_values", "serialize", "set_random_seed", "_generator", *(c.__name__ for c in _CLASSES[1:]),
-           *_SNAKE_CASE.values(), "IdentityInitializer", "OrthogonalInitializer"]
+           "initial_values", "serialize", "set_random_seed",
+           *(cls.__name__ for cls in _CLASSES[1:]), *list(_SNAKE_CASE.values())[1:],
+           "IdentityInitializer", "OrthogonalInitializer"]
 
 
 def serialize(initializer):
