@@ -127,6 +127,8 @@ def _deserialize(config, custom_objects, context, argument):
                          f"identifier: {class_name!r}; kiln knows {sorted(ALL_OBJECTS_DICT)}, "
                          "and a user's initializer registered with keras.saving."
                          "register_keras_serializable() or passed in custom_objects")
+    if cls in _CLASSES and "dtype" in inner:  # tf.keras 1.x wrote the dtype into the config
+        inner = {key: value for key, value in inner.items() if key != "dtype"}
     return _instance(cls, inner, context, argument)
 
 

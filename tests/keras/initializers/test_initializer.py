@@ -78,6 +78,9 @@ def test_get_takes_what_keras_takes():
     legacy = initializers.get({"class_name": "VarianceScaling", "config": {
         "scale": 2.0, "mode": "fan_in", "distribution": "normal", "seed": None}})
     assert (legacy.scale, legacy.mode, legacy.distribution) == (2.0, "fan_in", "truncated_normal")
+    old_tf_keras = initializers.get({"class_name": "GlorotUniform",
+                                     "config": {"seed": None, "dtype": "float32"}})
+    assert type(old_tf_keras) is initializers.GlorotUniform
     assert initializers.deserialize("he_normal").get_config()["seed"] is None
     assert initializers.deserialize({"module": "keras.initializers", "class_name": "HeNormal",
                                      "config": {"seed": 1}, "registered_name": None}).seed == 1
