@@ -19,8 +19,9 @@ its Keras bias (2, 3 * units) is folded into the primitive's (4, units) once per
 `go_backwards` runs right to left; oneDNN then aligns outputs with inputs, Keras returns them
 in processing order, so a returned sequence (and its gradient) is reversed in time.
 
-Under a bf16 plan on a CPU with native bf16 the primitive runs in bf16 (sequences, h and
-the weights; the cell state c, the bias and every gradient in f32), except for the shapes
+Under a bf16 inference plan on a CPU with native bf16 the primitive runs in bf16 (sequences,
+h and the weights; the cell state c and the bias in f32; training plans too with
+recurrent_cells.BF16_TRAINING, every gradient then f32), except for the shapes
 oneDNN 3.2's AMX kernels cannot run (recurrent_cells.amx_k_tails) and stateful layers,
 which run it in f32 between two conversions (see docs/recurrent.md).
 
@@ -37,6 +38,7 @@ from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from ..binding.library import cpu_has
 from ..binding.memory import MemoryDesc
+from . import recurrent_cells
 from . import recurrent_kernels as kernels
 from .base import Op
 from .recurrent_activations import ACTIVATION_CODES
@@ -283,11 +285,13 @@ class RecurrentOp(Op):
         return result, lambda grad: self._backward(builder, grad, planned)
 
     def _data_type(self, builder, channels):
-        """The primitive's data type: the plan's, except that a stateful layer's kept
-        states (f32 arrays copied in and out) keep it in f32, and so do CPUs without native bf16
+        """The primitive's data type: the plan's, except that training plans keep it in f32
+        (recurrent_cells.BF16_TRAINING), a stateful layer's kept states (f32 arrays copied
+        in and out) keep it in f32, and so do CPUs without native bf16
         (a test may plan bf16 anywhere) and the shapes whose bf16 AMX kernels crash in
         oneDNN 3.2 (amx_k_tails)."""
         if (builder.data_type != F32 and self.kept_states is None
+                and (recurrent_cells.BF16_TRAINING or not builder.training)
                 and cpu_has(dnnl.cpu_isa_avx512_core_bf16)
                 and not amx_k_tails(channels, self.units)):
             return builder.data_type

@@ -10,6 +10,13 @@ from ..binding.memory import MemoryDesc
 
 F32 = dnnl.f32
 
+# Under a bf16 plan, training plans run the RNN primitives in f32 too (between conversions):
+# oneDNN 3.2's bf16 RNN backward (its `ref` implementation) is slower than the f32 one by more
+# than the bf16 forward gains (Xeon with AMX, per call: LSTM(128) backward 11.2 -> 13.7 ms,
+# forward 5.3 -> 2.8 ms; GRU(128) backward 8.2 -> 13.2 ms, forward 4.1 -> 3.8 ms;
+# docs/performance.md). Inference plans run them in bf16 (imdb_lstm step 4.5 -> 2.5 ms).
+BF16_TRAINING = False
+
 
 @dataclass(frozen=True)
 class Cell:

@@ -16,10 +16,22 @@ import numpy as np
 from ..saving import serialization
 from .constant_initializers import Constant, Identity, Ones, Zeros
 from .initializer import Initializer
-from .random_initializers import (GlorotNormal, GlorotUniform, HeNormal, HeUniform, LecunNormal,
-                                  LecunUniform, Orthogonal, RandomInitializer, RandomNormal,
-                                  RandomUniform, TruncatedNormal, VarianceScaling, compute_fans)
-from .seeds import _generator, set_random_seed
+from .random_initializers import (
+    GlorotNormal,
+    GlorotUniform,
+    HeNormal,
+    HeUniform,
+    LecunNormal,
+    LecunUniform,
+    Orthogonal,
+    RandomInitializer,
+    RandomNormal,
+    RandomUniform,
+    TruncatedNormal,
+    VarianceScaling,
+    compute_fans,
+)
+from .seeds import _generator, set_random_seed  # noqa: F401  (old import path)
 
 # Keras's lowercase names are the classes themselves
 constant, identity, ones, zeros = Constant, Identity, Ones, Zeros

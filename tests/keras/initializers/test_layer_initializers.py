@@ -90,7 +90,7 @@ def test_every_initializer_argument_takes_every_form(make, shape, argument, name
                                    "Conv1D(2, 3, kernel_initializer='he_normal')",
                                    "GRU(2, recurrent_initializer='glorot_normal')"])
 def test_default_configs_equal_keras(layer):
-    keras = real_keras()
+    keras = real_keras()  # noqa: F841  (read by the eval below)
     ours, theirs = eval(f"kk.layers.{layer}").get_config(), eval(f"keras.layers.{layer}")
     theirs = theirs.get_config()
     keys = [key for key in theirs if key.endswith("_initializer")]

@@ -3,8 +3,10 @@ backend) under the same policy, from the same weights: on a CPU with native bf16
 oneDNN's bf16 RNN primitives (bf16 sequences, h and weights; c, bias and gradients f32), Keras
 computes its cells in bf16 too. Both are compared with Keras in float32: kiln's bf16 error
 must be of the size of Keras's own bf16 error, in predictions and in the weights after two
-SGD steps. The plan must really run the primitive in bf16 (or, for the shapes oneDNN 3.2
-cannot run in bf16, in f32)."""
+SGD steps. Training plans keep the primitives in f32 by default (oneDNN 3.2's bf16 backward
+is slower, recurrent_cells.BF16_TRAINING); the comparison turns bf16 training on so that the
+bf16 backward is checked too. The plans must really run the primitive in the data type
+chosen (f32 for the shapes oneDNN 3.2 cannot run in bf16)."""
 
 import numpy as np
 import pytest
@@ -13,6 +15,7 @@ from keras_oracle import real_keras
 from kiln import keras as kk
 from kiln.binding import constants as dnnl
 from kiln.keras import mixed_precision
+from kiln.ops import recurrent_cells
 from kiln.ops.recurrent_cells import amx_k_tails
 from kiln.plan.step_list import primitive_names
 
@@ -62,15 +65,16 @@ def predictions_and_trained_weights(model, weights, x, y):
     return predictions, [np.asarray(w, np.float32) for w in model.get_weights()]
 
 
-def recurrent_data_types(model):
-    """The data types the training plan's RNN primitives read their input sequence in."""
-    plan = model._plans[(True, BATCH)]
+def recurrent_data_types(model, training=True):
+    """The data types the plan's RNN primitives read their input sequence in."""
+    plan = model._plans[(training, BATCH)]
     return {call.args[dnnl.ARG_SRC_LAYER].desc.data_type for call in plan.calls
             if primitive_names(call)[0] in RNN_FORWARD}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bf16_error_is_the_size_of_keras_bf16_error(case):
+def test_bf16_error_is_the_size_of_keras_bf16_error(case, monkeypatch):
+    monkeypatch.setattr(recurrent_cells, "BF16_TRAINING", True)
     keras = real_keras()
     rng = np.random.default_rng(3)
     x = rng.integers(1, VOCAB, (2 * BATCH, T))
@@ -98,6 +102,17 @@ def test_bf16_error_is_the_size_of_keras_bf16_error(case):
     bidirectional_final_states = case == "bidirectional_gru_last_sum"
     expected = dnnl.f32 if bidirectional_final_states else dnnl.bf16
     assert recurrent_data_types(kiln_bf16) == {expected}
+    assert recurrent_data_types(kiln_bf16, training=False) == {expected}
+
+
+def test_by_default_inference_runs_bf16_and_training_f32():
+    model = build(kk, lambda L: L.LSTM(UNITS), "mixed_bfloat16")
+    x = np.random.default_rng(5).integers(1, VOCAB, (BATCH, T))
+    predictions = model.predict(x, batch_size=BATCH, verbose=0)
+    model.fit(x, np.ones((BATCH, 1), np.float32), batch_size=BATCH, verbose=0)
+    assert recurrent_data_types(model, training=False) == {dnnl.bf16}
+    assert recurrent_data_types(model) == {dnnl.f32}
+    assert np.isfinite(predictions).all()
 
 
 def test_shapes_oneDNN_cannot_run_in_bf16_run_in_f32():
@@ -109,6 +124,7 @@ def test_shapes_oneDNN_cannot_run_in_bf16_run_in_f32():
     rng = np.random.default_rng(4)
     x = rng.integers(1, VOCAB, (BATCH, T))
     before = model.get_weights()
+    model.predict(x, batch_size=BATCH, verbose=0)
     model.fit(x, np.ones((BATCH, 1), np.float32), batch_size=BATCH, verbose=0)
-    assert recurrent_data_types(model) == {dnnl.f32}
+    assert recurrent_data_types(model, training=False) == {dnnl.f32}
     assert max(np.abs(a - b).max() for a, b in zip(model.get_weights(), before)) > 1e-4
