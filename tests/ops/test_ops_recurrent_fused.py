@@ -51,6 +51,12 @@ CASES = [
     ("gru", {"recurrent_dropout": 0.4, "go_backwards": True}),
     ("gru", {"recurrent_dropout": 0.4, "reset_after": False}),
     ("simple_rnn", {"recurrent_dropout": 0.4, "return_sequences": True}),
+    # dropout with recurrent_dropout: one input mask per gate (Keras's implementation 1)
+    ("lstm", {"recurrent_dropout": 0.4, "dropout": 0.3, "return_sequences": True,
+              "go_backwards": True}),
+    ("gru", {"recurrent_dropout": 0.4, "dropout": 0.3, "masked": True}),
+    ("gru", {"recurrent_dropout": 0.4, "dropout": 0.3, "reset_after": False,
+             "return_sequences": True}),
 ]
 
 
@@ -61,7 +67,8 @@ def make_op(kind, options):
                      recurrent_activation=options.get("recurrent_activation", "sigmoid"),
                      recurrent_dropout=options.get("recurrent_dropout", 0.0), seed=5,
                      masked=options.get("masked", False),
-                     zero_output_for_mask=options.get("zero_output_for_mask", False))
+                     zero_output_for_mask=options.get("zero_output_for_mask", False),
+                     gate_input_dropout=options.get("dropout", 0.0))
     return op
 
 
@@ -80,14 +87,15 @@ def test_fused_op_against_reference(kind, options, initial_state):
     op = make_op(kind, options)
     harness = RecurrentHarness(op, x, weights, [*initial, *extra], with_states=True,
                                need=[True] * (1 + len(initial)) + [False] * len(extra))
-    reference = {k: v for k, v in options.items() if k not in ("masked", "recurrent_dropout")}
+    reference = {k: v for k, v in options.items()
+                 if k not in ("masked", "recurrent_dropout", "dropout")}
     reference["mask"] = MASK if masked else None
 
-    def run_reference(x_, weights_, initial_, drop):
+    def run_reference(x_, weights_, initial_, drop, input_masks=None):
         return recurrent_reference(kind, x_, weights_, UNITS, initial_ or None, drop=drop,
-                                   **reference)
+                                   input_masks=input_masks, **reference)
 
-    drop = None
+    drop = input_masks = None
     output, states = run_reference(x.astype(np.float64), [w.astype(np.float64)
                                                           for w in weights], initial, None)
     dys = [rng.normal(0, 1, output.shape), *(rng.normal(0, 1, s.shape) for s in states)]
@@ -95,14 +103,19 @@ def test_fused_op_against_reference(kind, options, initial_state):
     if options.get("recurrent_dropout"):  # the mask this step drew
         drop = op.recurrent_dropout_mask.reshape(n, GATES[kind] * UNITS).astype(np.float64)
         assert 0 < np.mean(drop == 0) < 1
+    if options.get("dropout"):  # the input masks, one per gate, this step drew
+        input_masks = op.gate_input_dropout_masks.reshape(GATES[kind], n, C).astype(np.float64)
+        assert 0 < np.mean(input_masks == 0) < 1
+    if drop is not None or input_masks is not None:
         output, states = run_reference(x.astype(np.float64), [w.astype(np.float64)
-                                                              for w in weights], initial, drop)
+                                                              for w in weights], initial, drop,
+                                       input_masks)
     np.testing.assert_allclose(outputs[0], output, rtol=1e-4, atol=1e-5)
     for got, state in zip(outputs[1:], states, strict=True):
         np.testing.assert_allclose(got, state, rtol=1e-4, atol=1e-5)
 
     def objective(x_, weights_, initial_):
-        out, finals = run_reference(x_, weights_, initial_, drop)
+        out, finals = run_reference(x_, weights_, initial_, drop, input_masks)
         return np.sum(out * dys[0]) + sum(np.sum(s * dy) for s, dy in zip(finals, dys[1:],
                                                                            strict=True))
 
