@@ -1,6 +1,7 @@
 """RecurrentOp's second path: the fused numba recurrence (recurrent_fused_kernels.py) for
 what oneDNN's RNN primitives cannot express: Keras masks (a masked step keeps the previous
-states), recurrent dropout (a mask on h inside every step) and activations their cells lack.
+states), recurrent dropout (a mask on h inside every step; with `dropout` too, an LSTM's or
+GRU's input mask per gate: recurrent_gate_dropout.py) and activations their cells lack.
 RecurrentOp.forward hands a case here when `op.uses_fused_kernel(builder)` says so; the op's
 contract (inputs, weights in Keras's layout, output tensor with its final states, return_state
 nodes, stateful kept states) is the same on both paths.
