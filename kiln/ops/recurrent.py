@@ -84,6 +84,8 @@ class RecurrentOp(Op):
             sigmoid (the vanilla cell: tanh, relu, sigmoid, linear), the fused kernel any of
             recurrent_activations.ACTIVATION_CODES.
         use_bias, return_sequences, go_backwards, recurrent_dropout, seed: as Keras's.
+        gate_input_dropout: an LSTM / GRU's `dropout` with `recurrent_dropout` (Keras's
+            implementation 1): one input mask per gate, in the fused recurrence's training.
         flip_output: a returned sequence in the other time order (Bidirectional flips its
             backward layer's output back to input order: with go_backwards none is made).
     """
@@ -93,7 +95,7 @@ class RecurrentOp(Op):
     def __init__(self, name, cell, units, activation="tanh", use_bias=True,
                  return_sequences=False, go_backwards=False, weights=None, flip_output=False,
                  recurrent_activation="sigmoid", recurrent_dropout=0.0, seed=None,
-                 masked=False, zero_output_for_mask=False):
+                 masked=False, zero_output_for_mask=False, gate_input_dropout=0.0):
         self.name = name
         self.cell = cell
         self.units = int(units)
@@ -105,6 +107,10 @@ class RecurrentOp(Op):
         self.weights = weights or name
         self.flip_output = bool(flip_output)
         self.recurrent_dropout = float(recurrent_dropout)
+        self.gate_input_dropout = float(gate_input_dropout)
+        if not 0.0 <= self.gate_input_dropout < 1.0:
+            raise ValueError(f"RNN '{name}': argument dropout must be in [0, 1), got "
+                             f"{gate_input_dropout}")
         seed = np.random.randint(0, 2**62) if seed is None else seed
         self.dropout_counter = np.array([int(seed) % 2**64, 0], dtype=np.uint64)
         # masked: an (N, T) mask is the last input (recurrent_fused.py): a masked step keeps
@@ -129,8 +135,10 @@ class RecurrentOp(Op):
 
     def uses_fused_kernel(self, builder):
         """Whether the plan runs the fused numba recurrence instead of oneDNN's primitive:
-        for a mask, recurrent dropout in training, or activations the cell lacks."""
-        dropout = builder.training and 0.0 < self.recurrent_dropout < 1.0
+        for a mask, recurrent or per-gate input dropout in training, or activations the
+        cell lacks."""
+        dropout = builder.training and (0.0 < self.recurrent_dropout < 1.0
+                                        or self.gate_input_dropout > 0.0)
         return self.masked or dropout or not self.native_activations
 
     @property

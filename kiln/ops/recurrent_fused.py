@@ -1,6 +1,7 @@
 """RecurrentOp's second path: the fused numba recurrence (recurrent_fused_kernels.py) for
 what oneDNN's RNN primitives cannot express: Keras masks (a masked step keeps the previous
-states), recurrent dropout (a mask on h inside every step) and activations their cells lack.
+states), recurrent dropout (a mask on h inside every step; with `dropout` too, an LSTM's or
+GRU's input mask per gate: recurrent_gate_dropout.py) and activations their cells lack.
 RecurrentOp.forward hands a case here when `op.uses_fused_kernel(builder)` says so; the op's
 contract (inputs, weights in Keras's layout, output tensor with its final states, return_state
 nodes, stateful kept states) is the same on both paths.
@@ -18,6 +19,11 @@ from ..binding.memory import MemoryDesc
 from . import recurrent_fused_kernels as fused
 from .dropout import CHUNK, keep_scratch, keep_threshold
 from .recurrent_activations import ACTIVATION_CODES
+from .recurrent_gate_dropout import (
+    gate_dropout_input_grads,
+    gate_dropout_projection,
+    gate_dropout_scratch,
+)
 from .recurrent_kernels import copy_state
 from .recurrent_state import RecurrentTensor
 
@@ -54,6 +60,11 @@ def plan_fused(op, builder, xs, need_input_grad):
     if op.masked:
         mask = builder.reorder(xs[-1].memory, _plain((n, t)), f"{op.name} mask")
     initial = _initial_states(op, builder, states_in, n)
+    work = {"proj": _zeros(n * t * width), "pre": _zeros(n * t * width),
+            "rec_in": _zeros(n * t * width), "hs": _zeros(n * (t + 1) * units),
+            "cs": _zeros(n * (t + 1) * units), "rh": _zeros(n * t * units),
+            "acc": _zeros(n * width)}
+    dims = (n, t, c, units, gates)
     drop = np.ones(n * width, np.float32)  # ones: no recurrent dropout
     op.recurrent_dropout_mask = drop  # the plan's, read by tests
     if builder.training and 0.0 < op.recurrent_dropout < 1.0:
@@ -63,19 +74,15 @@ def plan_fused(op, builder, xs, need_input_grad):
              np.float32(1.0 / (1.0 - op.recurrent_dropout)), op.dropout_counter,
              keep_scratch(CHUNK)), f"{op.name} recurrent dropout mask"))
 
+    gate_masks = _plan_gate_input_dropout(op, builder, source, kernel, bias, work, dims)
     output = builder.allocate(_plain((n, t, units) if op.return_sequences else (n, units)))
     h_last = builder.keep(builder.allocate(_plain((n, units))))
     c_last = (builder.keep(builder.allocate(_plain((n, units)))) if op.cell.cell_state
               else _zeros(n * units))
-    work = {"proj": _zeros(n * t * width), "pre": _zeros(n * t * width),
-            "rec_in": _zeros(n * t * width), "hs": _zeros(n * (t + 1) * units),
-            "cs": _zeros(n * (t + 1) * units), "rh": _zeros(n * t * units),
-            "acc": _zeros(n * width)}
-    dims = (n, t, c, units, gates)
     options = tuple(int(v) for v in (
         CELL_CODES[op.cell.primitive], ACTIVATION_CODES[op.activation],
         ACTIVATION_CODES[op.recurrent_activation], op.go_backwards, op.reverses_sequence,
-        op.return_sequences, op.zero_output_for_mask, op.masked))
+        op.return_sequences, op.zero_output_for_mask, op.masked, gate_masks is not None))
     builder.add_forward(builder.memory_kernel(
         fused.recurrent_forward,
         (source, kernel, bias, recurrent, *initial, mask, drop, output, h_last, c_last,
@@ -94,9 +101,33 @@ def plan_fused(op, builder, xs, need_input_grad):
     result = RecurrentTensor(result_memory, x.data_format,
                              states={state: finals[state] for state in op.states})
     saved = dict(source=source, kernel=kernel, recurrent=recurrent, mask=mask, drop=drop,
-                 work=work, dims=dims, options=options, names=names, descs=descs,
-                 result=result, need=list(need_input_grad), states_in=states_in)
+                 gate_masks=gate_masks, work=work, dims=dims, options=options, names=names,
+                 descs=descs, result=result, need=list(need_input_grad), states_in=states_in)
     return result, lambda grad: _backward(op, builder, grad, saved)
+
+
+def _plan_gate_input_dropout(op, builder, source, kernel, bias, work, dims):
+    """In training with op.gate_input_dropout (an LSTM / GRU with `dropout` and
+    `recurrent_dropout`, Keras's implementation 1): draw one input mask per gate, (G, N, C),
+    and compute the input projection from the masked inputs into work["proj"]; returns
+    (masks, scratch), or None (the fused forward then projects the unmasked input)."""
+    rate = op.gate_input_dropout
+    if not (builder.training and rate > 0.0):
+        op.gate_input_dropout_masks = None
+        return None
+    n, t, c, units, gates = dims
+    masks = np.ones(gates * n * c, np.float32)
+    op.gate_input_dropout_masks = masks  # the plan's, read by tests
+    builder.add_forward(builder.kernel(
+        fused.draw_recurrent_dropout,
+        (masks, np.zeros(masks.size, np.uint8), keep_threshold(rate),
+         np.float32(1.0 / (1.0 - rate)), op.dropout_counter, keep_scratch(CHUNK)),
+        f"{op.name} input dropout masks, one per gate"))
+    scratch = gate_dropout_scratch(n, t, c, units)
+    builder.add_forward(builder.memory_kernel(
+        gate_dropout_projection, (source, kernel, bias, masks, work["proj"], scratch, dims),
+        f"{op.name} gate-masked input projection"))
+    return masks, scratch
 
 
 def _initial_states(op, builder, states_in, n):
@@ -144,13 +175,22 @@ def _backward(op, builder, grad, saved):
     drecurrent = weight_grad("recurrent_kernel", units * width)
     dbias = weight_grad("bias", 2 * width) if op.use_bias else _zeros(2 * width)
     work = saved["work"]
+    dz_in = _zeros(n * t * width)  # the input projection's gradient
+    gate_masked = saved["gate_masks"] is not None  # then dx, dkernel come after, below
     builder.add_backward(builder.memory_kernel(
         fused.recurrent_backward,
         (saved["source"], saved["kernel"], saved["recurrent"], saved["mask"], saved["drop"],
-         dy, *final_grads, dx, dkernel, drecurrent, dbias, *state_grads, work["pre"],
-         work["rec_in"], work["hs"], work["cs"], work["rh"], _zeros(n * t * width),
-         _zeros(n * t * width), _zeros(n * 3 * units), saved["dims"], saved["options"],
-         bool(need[0])), f"{op.name} fused recurrent backward"))
+         dy, *final_grads, *((_zeros(1), _zeros(1)) if gate_masked else (dx, dkernel)),
+         drecurrent, dbias, *state_grads, work["pre"],
+         work["rec_in"], work["hs"], work["cs"], work["rh"], dz_in, _zeros(n * t * width),
+         _zeros(n * 3 * units), saved["dims"], saved["options"], bool(need[0])),
+        f"{op.name} fused recurrent backward"))
+    if gate_masked:  # dx and dkernel from the gate-masked inputs
+        masks, scratch = saved["gate_masks"]
+        builder.add_backward(builder.memory_kernel(
+            gate_dropout_input_grads,
+            (saved["source"], saved["kernel"], masks, dz_in, dx, dkernel, scratch,
+             saved["dims"], bool(need[0])), f"{op.name} gate-masked input gradients"))
     grads = [dx if need[0] else None]
     grads += [state_grads[i] if need[1 + i] else None
               for i in range(len(saved["states_in"]))]

@@ -20,7 +20,9 @@ per step; then one GEMM each gives dx and dkernel, and one parallel pass drecurr
 Arrays are flat float32. Rows of x, the projections, pre-activations and their gradients are
 (n, input step); the states hs / cs (N, T + 1, units) are in processing order (row 0 the
 initial state). `options` = (cell, activation, recurrent_activation, go_backwards,
-reverses_output, return_sequences, zero_output_for_mask, masked).
+reverses_output, return_sequences, zero_output_for_mask, masked, projected); `projected`: the
+input projection (and dx, dkernel) are computed outside, with one input dropout mask per
+gate (recurrent_gate_dropout.py).
 """
 
 import numpy as np
@@ -53,13 +55,14 @@ def recurrent_forward(x, kernel, bias, recurrent, h0, c0, mask, drop, y, h_last,
     """dims = (N, T, C, units, gates); bias (2 * G * units): the input bias, then the
     recurrent one (only a reset_after GRU's is not zero)."""
     n, t, c, units, gates = dims
-    cell, act, ract, backwards, reverses, sequences, zero_output, masked = options
+    cell, act, ract, backwards, reverses, sequences, zero_output, masked, projected = options
     width = gates * units
     p2 = proj.reshape((n * t, width))
-    np.dot(x.reshape((n * t, c)), kernel.reshape((c, width)), p2)
-    for r in prange(n * t):
-        for j in range(width):
-            p2[r, j] += bias[j]
+    if not projected:  # else a gate-masked projection is in proj (recurrent_gate_dropout.py)
+        np.dot(x.reshape((n * t, c)), kernel.reshape((c, width)), p2)
+        for r in prange(n * t):
+            for j in range(width):
+                p2[r, j] += bias[j]
     for b in prange(n):
         state = b * (t + 1) * units
         for k in range(units):
@@ -155,7 +158,7 @@ def recurrent_backward(x, kernel, recurrent, mask, drop, dy, dh_last, dc_last, d
     (N, 3 * units) scratch. dbias: the input bias's (G * units), then for a reset_after GRU
     the recurrent one's."""
     n, t, c, units, gates = dims
-    cell, act, ract, backwards, reverses, sequences, zero_output, masked = options
+    cell, act, ract, backwards, reverses, sequences, zero_output, masked, projected = options
     width = gates * units
     h_cand = 2 * units
     for b in prange(n):
@@ -244,19 +247,21 @@ def recurrent_backward(x, kernel, recurrent, mask, drop, dy, dh_last, dc_last, d
             dh0[b * units + k] = dh[k]
             dc0[b * units + k] = dc[k]
     _parameter_grads(x, kernel, dx, dkernel, drecurrent, dbias, rec_in, dz_in, dz_rec,
-                     n * t, c, units, gates, need_dx)
+                     n * t, c, units, gates, need_dx, not projected)
 
 
 @njit(**PARALLEL)
 def _parameter_grads(x, kernel, dx, dkernel, drecurrent, dbias, rec_in, dz_in, dz_rec, rows,
-                     c, units, gates, need_dx):
-    """dx = dz_in . kernel^T and dkernel = x^T . dz_in (one GEMM each); drecurrent per gate
-    from what each gate's product read; dbias the column sums."""
+                     c, units, gates, need_dx, input_gemms):
+    """dx = dz_in . kernel^T and dkernel = x^T . dz_in (one GEMM each; not `input_gemms`:
+    recurrent_gate_dropout.py computes them from the gate-masked inputs); drecurrent per
+    gate from what each gate's product read; dbias the column sums."""
     width = gates * units
     g_in = dz_in.reshape((rows, width))
-    if need_dx:
+    if input_gemms and need_dx:
         np.dot(g_in, kernel.reshape((c, width)).T, dx.reshape((rows, c)))
-    np.dot(x.reshape((rows, c)).T, g_in, dkernel.reshape((c, width)))
+    if input_gemms:
+        np.dot(x.reshape((rows, c)).T, g_in, dkernel.reshape((c, width)))
     for k in prange(units):
         for j in range(width):
             drecurrent[k * width + j] = 0.0

@@ -1,7 +1,7 @@
 """numpy references of Keras 3's SimpleRNN, LSTM and GRU (float64), written from Keras's cell
 equations and its backend rnn (masks): x (N, T, C), Keras weights, optional initial states, an
-optional (N, T) mask and recurrent dropout masks (N, G * units) applied per gate as Keras 3's
-implementation 1; returns (output, final states)."""
+optional (N, T) mask, recurrent dropout masks (N, G * units) and input dropout masks
+(G, N, C) applied per gate as Keras 3's implementation 1; returns (output, final states)."""
 
 import numpy as np
 
@@ -31,12 +31,14 @@ def _steps(x, go_backwards):
 def recurrent_reference(kind, x, weights, units, initial=None, activation="tanh",
                         return_sequences=False, go_backwards=False, reset_after=True,
                         recurrent_activation="sigmoid", mask=None, zero_output_for_mask=False,
-                        drop=None):
+                        drop=None, input_masks=None):
     """kind: 'simple_rnn', 'lstm' or 'gru'; weights: [kernel, recurrent_kernel, (bias)]."""
     act, ract = ACTIVATIONS[activation], ACTIVATIONS[recurrent_activation]
     gates = {"simple_rnn": 1, "lstm": 4, "gru": 3}[kind]
     drop = np.ones((x.shape[0], gates * units)) if drop is None else drop
     drops = [drop[:, g * units:(g + 1) * units] for g in range(gates)]
+    if input_masks is None:
+        input_masks = np.ones((gates, *x.shape[::2]))
     keeps = _steps(np.ones(x.shape[:2]) if mask is None else mask, go_backwards)
     kernel, recurrent = weights[0], weights[1]
     bias = weights[2] if len(weights) > 2 else None
@@ -45,16 +47,19 @@ def recurrent_reference(kind, x, weights, units, initial=None, activation="tanh"
     if initial is not None:
         states = [np.asarray(s, dtype=np.float64) for s in initial]
     outputs = []
+    blocks_in = [kernel[:, g * units:(g + 1) * units] for g in range(gates)]
     for xt, keep in zip(_steps(x, go_backwards), keeps, strict=True):
         old = states
+        projected = np.concatenate([(xt * input_masks[g]) @ blocks_in[g]
+                                    for g in range(gates)], axis=1)
         h = states[0]
         if kind == "simple_rnn":
-            z = xt @ kernel + (h * drops[0]) @ recurrent + (0 if bias is None else bias)
+            z = projected + (h * drops[0]) @ recurrent + (0 if bias is None else bias)
             h = act(z)
             states = [h]
         elif kind == "lstm":
             c = states[1]
-            z = xt @ kernel + (0 if bias is None else bias)
+            z = projected + (0 if bias is None else bias)
             z = z + np.concatenate([(h * drops[g]) @ recurrent[:, g * units:(g + 1) * units]
                                     for g in range(4)], axis=1)
             i, f, g, o = (z[:, k * units:(k + 1) * units] for k in range(4))
@@ -68,7 +73,7 @@ def recurrent_reference(kind, x, weights, units, initial=None, activation="tanh"
                 input_bias, recurrent_bias = bias[0], bias[1]
             else:
                 input_bias, recurrent_bias = bias, 0.0
-            xz = xt @ kernel + input_bias
+            xz = projected + input_bias
             blocks = [recurrent[:, g * units:(g + 1) * units] for g in range(3)]
             hz = np.concatenate([(h * drops[g]) @ blocks[g] for g in range(3)], axis=1)
             part = slice(0, 2 * units)

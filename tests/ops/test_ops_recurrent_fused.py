@@ -51,6 +51,12 @@ CASES = [
     ("gru", {"recurrent_dropout": 0.4, "go_backwards": True}),
     ("gru", {"recurrent_dropout": 0.4, "reset_after": False}),
     ("simple_rnn", {"recurrent_dropout": 0.4, "return_sequences": True}),
+    # dropout with recurrent_dropout: one input mask per gate (Keras's implementation 1)
+    ("lstm", {"recurrent_dropout": 0.4, "dropout": 0.3, "return_sequences": True,
+              "go_backwards": True}),
+    ("gru", {"recurrent_dropout": 0.4, "dropout": 0.3, "masked": True}),
+    ("gru", {"recurrent_dropout": 0.4, "dropout": 0.3, "reset_after": False,
+             "return_sequences": True}),
 ]
 
 
@@ -61,7 +67,8 @@ def make_op(kind, options):
                      recurrent_activation=options.get("recurrent_activation", "sigmoid"),
                      recurrent_dropout=options.get("recurrent_dropout", 0.0), seed=5,
                      masked=options.get("masked", False),
-                     zero_output_for_mask=options.get("zero_output_for_mask", False))
+                     zero_output_for_mask=options.get("zero_output_for_mask", False),
+                     gate_input_dropout=options.get("dropout", 0.0))
     return op
 
 
@@ -80,14 +87,15 @@ def test_fused_op_against_reference(kind, options, initial_state):
     op = make_op(kind, options)
     harness = RecurrentHarness(op, x, weights, [*initial, *extra], with_states=True,
                                need=[True] * (1 + len(initial)) + [False] * len(extra))
-    reference = {k: v for k, v in options.items() if k not in ("masked", "recurrent_dropout")}
+    reference = {k: v for k, v in options.items()
+                 if k not in ("masked", "recurrent_dropout", "dropout")}
     reference["mask"] = MASK if masked else None
 
-    def run_reference(x_, weights_, initial_, drop):
+    def run_reference(x_, weights_, initial_, drop, input_masks=None):
         return recurrent_reference(kind, x_, weights_, UNITS, initial_ or None, drop=drop,
-                                   **reference)
+                                   input_masks=input_masks, **reference)
 
-    drop = None
+    drop = input_masks = None
     output, states = run_reference(x.astype(np.float64), [w.astype(np.float64)
                                                           for w in weights], initial, None)
     dys = [rng.normal(0, 1, output.shape), *(rng.normal(0, 1, s.shape) for s in states)]
@@ -95,14 +103,19 @@ def test_fused_op_against_reference(kind, options, initial_state):
     if options.get("recurrent_dropout"):  # the mask this step drew
         drop = op.recurrent_dropout_mask.reshape(n, GATES[kind] * UNITS).astype(np.float64)
         assert 0 < np.mean(drop == 0) < 1
+    if options.get("dropout"):  # the input masks, one per gate, this step drew
+        input_masks = op.gate_input_dropout_masks.reshape(GATES[kind], n, C).astype(np.float64)
+        assert 0 < np.mean(input_masks == 0) < 1
+    if drop is not None or input_masks is not None:
         output, states = run_reference(x.astype(np.float64), [w.astype(np.float64)
-                                                              for w in weights], initial, drop)
+                                                              for w in weights], initial, drop,
+                                       input_masks)
     np.testing.assert_allclose(outputs[0], output, rtol=1e-4, atol=1e-5)
     for got, state in zip(outputs[1:], states, strict=True):
         np.testing.assert_allclose(got, state, rtol=1e-4, atol=1e-5)
 
     def objective(x_, weights_, initial_):
-        out, finals = run_reference(x_, weights_, initial_, drop)
+        out, finals = run_reference(x_, weights_, initial_, drop, input_masks)
         return np.sum(out * dys[0]) + sum(np.sum(s * dy) for s, dy in zip(finals, dys[1:],
                                                                            strict=True))
 
@@ -194,6 +207,80 @@ def test_recurrent_dropout_statistics(kind):
     assert not np.array_equal(draws[0], draws[1])
 
 
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_input_dropout_masks_per_gate_statistics(kind):
+    """With recurrent dropout, Keras's implementation 1 draws one input mask per gate:
+    (G, N, C), no time axis (the same at every step), each keeping about 1 - rate of the
+    features scaled by 1 / (1 - rate), independent across gates (two gates' masks differ at
+    about 2 rate (1 - rate) of the positions) and of the recurrent mask; new each step."""
+    rng = np.random.default_rng(6)
+    rate, n, channels, units = 0.3, 64, 24, 4
+    gates = GATES[kind]
+    op = RecurrentOp("rnn", cell_of(kind, True), units, recurrent_dropout=0.2, seed=13,
+                     gate_input_dropout=rate)
+    x = rng.normal(0, 1, (n, T, channels)).astype(np.float32)
+    harness = RecurrentHarness(op, x, keras_weights(kind, rng, units=units,
+                                                    channels=channels))
+    draws = []
+    for _ in range(2):
+        harness.run([np.zeros((n, units))])
+        draws.append(op.gate_input_dropout_masks.reshape(gates, n, channels).copy())
+    for masks in draws:
+        assert abs(np.mean(masks == 0.0) - rate) < 0.02
+        for gate in masks:
+            assert abs(np.mean(gate == 0.0) - rate) < 0.04
+        np.testing.assert_allclose(masks[masks != 0.0], 1.0 / (1.0 - rate), rtol=1e-6)
+        for first in range(gates):
+            for second in range(first + 1, gates):
+                differ = np.mean((masks[first] == 0.0) != (masks[second] == 0.0))
+                assert abs(differ - 2 * rate * (1 - rate)) < 0.05, (first, second)
+        # the recurrent mask (rate 0.2) comes from another draw: their zeros differ at
+        # about 0.3 * 0.8 + 0.2 * 0.7 = 0.38 of the positions they share
+        shared = op.recurrent_dropout_mask.size
+        differ = np.mean((masks.reshape(-1)[:shared] == 0) != (op.recurrent_dropout_mask == 0))
+        assert abs(differ - 0.38) < 0.1
+    assert not np.array_equal(draws[0], draws[1])
+
+
+def test_input_dropout_per_gate_gradient_by_central_differences():
+    """The whole op's gradients (x, initial states, kernel, recurrent kernel, bias) with
+    the drawn masks held fixed, against central differences of the reference given the same
+    masks: LSTM returning sequences, dropout 0.5 on the inputs and recurrent dropout."""
+    rng = np.random.default_rng(8)
+    n, rate = 3, 0.5
+    x = rng.normal(0, 1, (n, T, C)).astype(np.float32)
+    weights = keras_weights("lstm", rng)
+    initial = [rng.normal(0, 0.5, (n, UNITS)).astype(np.float32) for _ in range(2)]
+    op = RecurrentOp("rnn", LSTM, UNITS, return_sequences=True, recurrent_dropout=0.3,
+                     seed=2, gate_input_dropout=rate)
+    harness = RecurrentHarness(op, x, weights, initial)
+    dy = rng.normal(0, 1, (n, T, UNITS))
+    _, grads, weight_grads = harness.run([dy])
+    masks = op.gate_input_dropout_masks.reshape(4, n, C).astype(np.float64)
+    drop = op.recurrent_dropout_mask.reshape(n, 4 * UNITS).astype(np.float64)
+    arrays = [x, *initial, *weights]
+
+    def objective(values):
+        out, _ = recurrent_reference("lstm", values[0], values[3:], UNITS, values[1:3],
+                                     return_sequences=True, drop=drop, input_masks=masks)
+        return np.sum(out * dy)
+
+    for i, analytic in enumerate([*grads, *weight_grads]):
+        analytic = analytic.reshape(arrays[i].shape)
+        expected = np.zeros(arrays[i].shape)
+        for index in np.ndindex(arrays[i].shape):
+            def with_value(value, i=i):
+                values = [a.astype(np.float64) for a in arrays]
+                values[i] = value
+                return objective(values)
+            expected[index] = numeric_gradient(with_value, arrays[i].astype(np.float64),
+                                               index)
+        np.testing.assert_allclose(analytic, expected, rtol=2e-3, atol=2e-4, err_msg=str(i))
+    dropped = masks == 0.0  # a feature every gate dropped for a sample gets no gradient
+    everywhere = np.all(dropped, axis=0)
+    assert np.all(grads[0].transpose(1, 0, 2)[:, everywhere] == 0.0)
+
+
 def test_the_path_each_case_takes():
     """oneDNN's primitive for what its cells compute; the fused kernel for masks, recurrent
     dropout in training, other activations."""
@@ -204,6 +291,10 @@ def test_the_path_each_case_takes():
     assert RecurrentOp("r", LSTM, 3, masked=True).uses_fused_kernel(inference)
     dropout = RecurrentOp("r", LSTM, 3, recurrent_dropout=0.2)
     assert dropout.uses_fused_kernel(training) and not dropout.uses_fused_kernel(inference)
+    per_gate = RecurrentOp("r", LSTM, 3, gate_input_dropout=0.2)  # recurrent_dropout of 1
+    assert per_gate.uses_fused_kernel(training) and not per_gate.uses_fused_kernel(inference)
+    with pytest.raises(ValueError, match=r"'r'.*argument dropout.*\[0, 1\)"):
+        RecurrentOp("r", LSTM, 3, gate_input_dropout=1.0)
     assert RecurrentOp("r", LSTM, 3, activation="relu").uses_fused_kernel(inference)
     assert not RecurrentOp("r", VANILLA_RNN, 3, activation="relu").uses_fused_kernel(inference)
     assert RecurrentOp("r", VANILLA_RNN, 3, activation="elu").uses_fused_kernel(inference)

@@ -17,7 +17,8 @@ class GRU(_CellLayer):
     kernel_initializer, recurrent_initializer, bias_initializer, kernel / recurrent / bias
     regularizers and constraints, return_sequences, return_state ([output, h]),
     go_backwards, unroll (the same computation), reset_after, seed, dropout (on
-    the input), recurrent_dropout (on h: one mask per sample, gate and unit, as Keras 3),
+    the input; with recurrent_dropout one mask per gate, as Keras 3's implementation 1),
+    recurrent_dropout (on h: one mask per sample, gate and unit, as Keras 3),
     stateful (with a fixed batch size; reset_state()), zero_output_for_mask.
 
     Call: layer(sequences, initial_state=[h], mask=None); a masked step keeps the previous

@@ -13,7 +13,8 @@ class GRUCell(_RecurrentCell):
 
     Args: units, activation ('tanh'), recurrent_activation ('sigmoid'), use_bias,
     kernel_initializer, recurrent_initializer, bias_initializer, kernel / recurrent / bias
-    regularizers and constraints, dropout (on the input), reset_after, seed.
+    regularizers and constraints, dropout (on the input; with recurrent_dropout one mask per
+    gate), reset_after, seed.
     recurrent_dropout (on h). Activations: any of those LSTM lists.
 
     Call: cell(x_t, [h]) -> (h, [h]) for one step (batch, features).

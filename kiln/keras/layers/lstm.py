@@ -15,7 +15,8 @@ class LSTM(_CellLayer):
     kernel_initializer, recurrent_initializer, bias_initializer, unit_forget_bias (the
     forget gate's bias starts at 1), kernel / recurrent / bias regularizers and constraints,
     return_sequences, return_state ([output, h, c]), go_backwards, unroll (the same
-    computation), seed, dropout (on the input: one mask per sample and feature),
+    computation), seed, dropout (on the input: one mask per sample and feature; with
+    recurrent_dropout one per gate, as Keras 3's implementation 1),
     recurrent_dropout (on h: one mask per sample, gate and unit, as Keras 3), stateful (with a
     fixed batch size; reset_state()), zero_output_for_mask.
 

@@ -13,7 +13,8 @@ class LSTMCell(_RecurrentCell):
     Args: units, activation ('tanh'), recurrent_activation ('sigmoid'), use_bias,
     kernel_initializer, recurrent_initializer, bias_initializer, unit_forget_bias (the forget
     gate's bias starts at 1), kernel / recurrent / bias regularizers and constraints, dropout
-    (on the input: one mask per sample and feature), recurrent_dropout (on h), seed.
+    (on the input: one mask per sample and feature; with recurrent_dropout one per gate),
+    recurrent_dropout (on h), seed.
     Activations: any of those LSTM lists (others than tanh / sigmoid run on the fused
     recurrence).
 

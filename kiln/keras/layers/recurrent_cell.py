@@ -108,12 +108,20 @@ class _RecurrentCell(Layer):
                            return_sequences, go_backwards, weights=self.weight_prefix,
                            recurrent_activation=self.recurrent_activation,
                            recurrent_dropout=self.recurrent_dropout, seed=self.seed,
-                           masked=masked, zero_output_for_mask=zero_output_for_mask)
+                           masked=masked, zero_output_for_mask=zero_output_for_mask,
+                           gate_input_dropout=self.dropout if self.dropout_per_gate else 0.0)
+
+    @property
+    def dropout_per_gate(self):
+        """Whether `dropout` draws one input mask per gate: Keras 3's LSTM and GRU switch to
+        their implementation 1 when `recurrent_dropout` is set (SimpleRNN has one gate)."""
+        return self.gates > 1 and self.recurrent_dropout > 0 and 0 < self.dropout < 1
 
     def make_input_dropout(self, name):
-        """Keras's cell dropout: one mask per sample and feature, at every step (or None)."""
+        """Keras's cell dropout shared by the gates: one mask per sample and feature, at
+        every step (or None: no dropout, or one mask per gate inside the op)."""
         return SequenceDropoutOp(name, self.dropout, self.seed) \
-            if 0 < self.dropout < 1 else None
+            if 0 < self.dropout < 1 and not self.dropout_per_gate else None
 
     # -- weights ------------------------------------------------------------------------------
     def bias_shape(self):

@@ -2,7 +2,8 @@
 backend): SimpleRNN, LSTM and GRU (both reset_after) reading masks from Embedding(mask_zero)
 and Masking (post- and pre-padded rows, a hole, a fully masked row), with return_sequences,
 return_state and go_backwards; Bidirectional with masks; activations oneDNN's cells lack;
-recurrent_dropout (inactive in predict). Predictions and SGD steps from the same weights."""
+recurrent_dropout (inactive in predict; with dropout, one input mask per gate).
+Predictions and SGD steps from the same weights."""
 
 import warnings
 
@@ -122,7 +123,9 @@ def test_other_activations_against_keras():
 
 
 def test_recurrent_dropout_is_inactive_in_predict_as_keras():
-    makes = [lambda L, make=make: make(L, recurrent_dropout=0.3, seed=1)
+    """With dropout too (one input mask per gate in training): predictions equal Keras's."""
+    makes = [lambda L, make=make, **kw: make(L, dropout=0.4, recurrent_dropout=0.3, seed=1,
+                                             **kw)
              for make in LAYERS.values()]
     check_against_keras(side_by_side(makes, "floats"), train=False)
 
@@ -162,3 +165,54 @@ def test_a_masked_stack_of_cells_with_other_activations():
         x = L.RNN(L.StackedRNNCells(cells), return_sequences=True)(x)
         return K.Model(inputs, L.Dense(3, activation="softmax")(L.Flatten()(x)))
     check_against_keras(build, inputs=IDS, optimizers=("sgd",))
+
+
+# -- dropout with recurrent_dropout: one input mask per gate (Keras's implementation 1) -------
+def test_which_cells_draw_an_input_mask_per_gate():
+    """As Keras 3: LSTM and GRU with recurrent_dropout (implementation 1) draw one input
+    mask per gate inside the recurrent op; with dropout alone, and SimpleRNN always, one
+    mask before it."""
+    L = kk.layers
+    for layer, gates in ((L.LSTM(2, dropout=0.2, recurrent_dropout=0.1), 4),
+                         (L.GRU(2, dropout=0.2, recurrent_dropout=0.1, reset_after=False), 3),
+                         (L.LSTM(2, dropout=0.2, recurrent_dropout=1.0), 4)):
+        layer(kk.Input((T, 3)))
+        assert layer.input_dropout is None and layer.op.gate_input_dropout == 0.2
+        assert layer.cell.gates == gates
+    for layer in (L.LSTM(2, dropout=0.2), L.SimpleRNN(2, dropout=0.2, recurrent_dropout=0.1)):
+        layer(kk.Input((T, 3)))
+        assert layer.input_dropout is not None and layer.op.gate_input_dropout == 0.0
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru", "gru_reset_before"])
+def test_each_gate_reads_its_own_input_mask(kind):
+    """One sample, SGD: the kernel columns of gate g move for a feature iff gate g's mask kept
+    it. So each gate's block drops about `rate` of the 64 features, and two gates' blocks
+    disagree on about 2 rate (1 - rate) of them (one shared mask would make them agree)."""
+    rate, gates = 0.5, 4 if kind == "lstm" else 3
+    x = np.random.default_rng(0).normal(size=(1, T, 64)).astype(np.float32)
+    inputs = kk.Input((T, 64))
+    layer = LAYERS[kind](kk.layers, dropout=rate, recurrent_dropout=0.2, seed=4)
+    model = kk.Model(inputs, kk.layers.Dense(3, activation="softmax")(layer(inputs)))
+    model.compile(optimizer=kk.optimizers.SGD(0.5), loss="categorical_crossentropy")
+    before = layer.cell.kernel.numpy()
+    model.train_on_batch(x, np.array([[1.0, 0.0, 0.0]], np.float32))
+    moved = (layer.cell.kernel.numpy() != before).reshape(64, gates, UNITS).any(axis=2)
+    assert np.all(0.25 < moved.mean(axis=0)) and np.all(moved.mean(axis=0) < 0.75)
+    disagree = [np.mean(moved[:, a] != moved[:, b]) for a in range(gates)
+                for b in range(a + 1, gates)]
+    assert 0.3 < np.mean(disagree) < 0.7  # 2 rate (1 - rate) = 0.5
+
+
+def test_a_model_with_dropout_and_recurrent_dropout_trains():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(64, 6, 4)).astype(np.float32)
+    y = (x[:, :, 0].sum(axis=1) > 0).astype(np.int64)
+    inputs = kk.Input((6, 4))
+    h = kk.layers.LSTM(8, dropout=0.2, recurrent_dropout=0.2, seed=0,
+                       return_sequences=True)(inputs)
+    h = kk.layers.GRU(8, dropout=0.2, recurrent_dropout=0.2, seed=1)(h)
+    model = kk.Model(inputs, kk.layers.Dense(2, activation="softmax")(h))
+    model.compile(optimizer=kk.optimizers.Adam(0.02), loss="sparse_categorical_crossentropy")
+    losses = model.fit(x, y, epochs=8, batch_size=32, verbose=0).history["loss"]
+    assert np.all(np.isfinite(losses)) and losses[-1] < 0.6 * losses[0]
