@@ -75,6 +75,22 @@ def test_loss_clips_probabilities_like_keras():
     assert accuracy == 0.5
 
 
+def test_clipped_probabilities_have_zero_slope_like_keras():
+    """Keras 3 (JAX) differentiates its clip: a class whose probability is clipped adds no
+    gradient, so a sample whose true class is below eps gives none (p * sum(y m) - y m)."""
+    logits = np.array([[0.0, 40.0, 0.0], [1.0, 0.5, 0.0], [0.0, 30.0, 25.0]], np.float32)
+    labels = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.2, 0.3, 0.5]], np.float32)
+    harness = LossHarness(3, 3)
+    harness.run(logits, labels)
+    p = harness.probabilities.astype(np.float64)
+    inside = (p > 1e-7) & (p < 1 - 1e-7)
+    kept = (labels * inside).sum(axis=1, keepdims=True)
+    expected = (p * kept - labels * inside) / 3
+    assert not inside[0, 0] and inside[1].all() and not inside[2, 0]
+    np.testing.assert_array_equal(harness.grad[0], 0.0)
+    np.testing.assert_allclose(harness.grad, expected, rtol=1e-5, atol=1e-9)
+
+
 def test_loss_with_other_epsilon():
     logits = np.array([[0.0, 30.0]], np.float32)
     labels = np.array([[1.0, 0.0]], np.float32)

@@ -6,9 +6,12 @@ Three ways in, one kernel each for one-hot (N, K) labels and class ids (N,):
     from_logits     loss -sum(y * log_softmax(z)), nothing clipped
     probabilities   any other output p: normalized by its sum and clipped, as Keras does
                     (categorical_rows.py's kernels, one row per thread, for every output)
-With label smoothing y becomes y * (1 - s) + s / K. The gradient of the fused and logits forms
-w.r.t. z is p * sum(y) - y (the clip's zero slope at saturation is ignored there, as with
-logits); the probabilities form differentiates the normalization and the clip exactly.
+With label smoothing y becomes y * (1 - s) + s / K. The gradient of the logits form w.r.t. z
+is p * sum(y) - y; the fused form differentiates the clip as Keras 3 (JAX) does, so a class
+whose probability is clipped (below eps or above 1 - eps) contributes nothing:
+p * sum(y * m) - y * m with m = [eps < p < 1 - eps] (a sample whose true class is saturated
+below eps gives no gradient at all, as in Keras); the probabilities form differentiates the
+normalization and the clip exactly.
 The kernels also count argmax hits (Keras' categorical / sparse categorical accuracy on the
 model's output), so the classic softmax + accuracy step makes one pass over (N, K).
 An image output (a segmentation map) is read as one row per pixel and planned by
@@ -19,7 +22,12 @@ Keras `axis` kiln takes the classes from.
 import numpy as np
 
 from ..numba_config import SERIAL, njit
-from .categorical_rows import normalized_rows_dense, normalized_rows_sparse, plan_rows
+from .categorical_rows import (
+    clipped_gradient_row,
+    normalized_rows_dense,
+    normalized_rows_sparse,
+    plan_rows,
+)
 from .head import CORRECT, LOSS, LossHead
 
 
@@ -39,13 +47,12 @@ def softmax_crossentropy_dense(logits, labels, weights, probabilities, grad, sta
             probabilities[row, j] = e
             norm += e
         log_norm = np.log(norm)
-        label_sum, row_loss = 0.0, 0.0
+        row_loss = 0.0
         best_p, best_y, arg_p, arg_y = -1.0, -np.inf, 0, 0
         for j in range(k):
             p = probabilities[row, j] / norm
             probabilities[row, j] = p
             y = labels[row, j] * keep + spread
-            label_sum += y
             if from_logits:
                 row_loss -= y * (logits[row, j] - peak - log_norm)
             else:
@@ -58,10 +65,8 @@ def softmax_crossentropy_dense(logits, labels, weights, probabilities, grad, sta
         total += w * row_loss
         correct += arg_p == arg_y
         if want_grad:
-            coefficient = w * scale / n
-            for j in range(k):
-                y = labels[row, j] * keep + spread
-                grad[row, j] = (probabilities[row, j] * label_sum - y) * coefficient
+            clipped_gradient_row(probabilities[row], labels[row], keep, spread, epsilon,
+                                 from_logits, w * scale / n, grad[row])
     stats[LOSS] = total / n
     stats[CORRECT] = correct
 
@@ -95,7 +100,8 @@ def softmax_crossentropy_sparse(logits, ids, weights, probabilities, grad, stats
         total += w * row_loss
         correct += arg_p == label
         if want_grad:
-            coefficient = w * scale / n
+            q = probabilities[row, label]
+            coefficient = w * scale / n if from_logits or epsilon < q < 1.0 - epsilon else 0.0
             for j in range(k):
                 grad[row, j] = probabilities[row, j] * coefficient
             grad[row, label] -= coefficient

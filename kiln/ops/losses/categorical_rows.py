@@ -4,7 +4,8 @@ pixels, each a row of class scores (a segmentation map read as (N*H*W, classes))
 Same values as categorical.py's kernels, planned for row counts where one thread would be the
 bottleneck: the softmax over the class axis runs as one oneDNN softmax primitive, then one
 parallel numba pass per row reads the probabilities, adds the weighted loss and the argmax hit
-(Keras' accuracy) and writes the gradient w.r.t. the logits, p * sum(y) - y: the fused softmax
+(Keras' accuracy) and writes the gradient w.r.t. the logits, p * sum(y) - y where no
+probability is clipped (see categorical.py for the clip's zero slope): the fused softmax
 + cross-entropy stays one pass over (rows, classes), nothing allocated per step.
 From logits, log-softmax needs log(sum(exp(z))): it is z - log(p) at the row's largest
 probability (at least 1 / classes, so its log never underflows), which the pass finds anyway.
@@ -12,7 +13,7 @@ probability (at least 1 / classes, so its log never underflows), which the pass 
 
 import numpy as np
 
-from ..numba_config import PARALLEL, njit, prange
+from ..numba_config import PARALLEL, SERIAL, njit, prange
 from ..softmax import SoftmaxOp
 from .head import CORRECT, LOSS
 
@@ -36,12 +37,29 @@ def softmax_rows_sparse(logits, probabilities, ids, weights, grad, stats, epsilo
         total += w * row_loss
         correct += 1.0 if arg == label else 0.0
         if want_grad:
-            coefficient = w * scale / n
+            q = probabilities[row, label]
+            coefficient = w * scale / n if from_logits or epsilon < q < 1.0 - epsilon else 0.0
             for j in range(k):
                 grad[row, j] = probabilities[row, j] * coefficient
             grad[row, label] -= coefficient
     stats[LOSS] = total / n
     stats[CORRECT] = correct
+
+
+@njit(**SERIAL)
+def clipped_gradient_row(p, labels, keep, spread, epsilon, from_logits, coefficient, grad):
+    """One row's gradient w.r.t. the logits of -sum(y * log(clip(softmax(z)))):
+    p * sum(y * m) - y * m, m = [eps < p < 1 - eps] (1 everywhere from logits); Keras's clip
+    has zero slope where it clips."""
+    k = p.shape[0]
+    kept = 0.0
+    for j in range(k):
+        if from_logits or epsilon < p[j] < 1.0 - epsilon:
+            kept += labels[j] * keep + spread
+    for j in range(k):
+        inside = from_logits or epsilon < p[j] < 1.0 - epsilon
+        y = (labels[j] * keep + spread) if inside else 0.0
+        grad[j] = (p[j] * kept - y) * coefficient
 
 
 @njit(**PARALLEL)
@@ -58,10 +76,9 @@ def softmax_rows_dense(logits, probabilities, labels, weights, grad, stats, epsi
             if labels[row, j] > best_y:
                 best_y, arg_y = labels[row, j], j
         log_norm = logits[row, arg_p] - np.log(best_p)
-        label_sum, row_loss = 0.0, 0.0
+        row_loss = 0.0
         for j in range(k):
             y = labels[row, j] * keep + spread
-            label_sum += y
             if from_logits:
                 row_loss += y * (log_norm - logits[row, j])
             else:
@@ -70,10 +87,8 @@ def softmax_rows_dense(logits, probabilities, labels, weights, grad, stats, epsi
         total += w * row_loss
         correct += 1.0 if arg_p == arg_y else 0.0
         if want_grad:
-            coefficient = w * scale / n
-            for j in range(k):
-                y = labels[row, j] * keep + spread
-                grad[row, j] = (probabilities[row, j] * label_sum - y) * coefficient
+            clipped_gradient_row(probabilities[row], labels[row], keep, spread, epsilon,
+                                 from_logits, w * scale / n, grad[row])
     stats[LOSS] = total / n
     stats[CORRECT] = correct
 

@@ -409,3 +409,25 @@ def test_a_scalar_weight_and_numpy_constants_train_with_the_right_gradient():
     model.fit(x, np.zeros_like(x), batch_size=2, verbose=0)
     y = x * 0.75 + 2.0  # d mean(y**2) / d gain = mean(2 y x)
     np.testing.assert_allclose(model.get_weights()[0], 1 - 0.1 * np.mean(2 * y * x), rtol=1e-5)
+
+
+def test_saturated_softmax_trains_as_keras():
+    """Large weights push some true-class probabilities below Keras's epsilon: Keras clips
+    them in the loss and its gradient is zero there; kiln's fused softmax + cross-entropy
+    head must give the same step (a fan-out through abs(x) + x on the way)."""
+
+    class AbsPlus:
+        def __init__(self, K):
+            class Layer(K.layers.Layer):
+                def call(self, x):
+                    return K.ops.abs(x) + x
+            self.layer = Layer
+
+    def build(K):
+        inputs = K.Input((4, 4, 2))
+        x = K.layers.Conv2D(3, 3, kernel_initializer=K.initializers.RandomNormal(
+            stddev=2.0, seed=3))(inputs)
+        x = K.layers.Flatten()(AbsPlus(K).layer()(x))
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+
+    check_against_keras(build, optimizers=SGD, steps=1)
