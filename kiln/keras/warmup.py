@@ -140,9 +140,12 @@ def _warm_up_layers():
 
 def _warm_up_recurrent():
     """The kernels around the RNN primitives: a reset_after GRU's bias folding and a
-    sequence returned in go_backwards' order (forward and gradient)."""
+    sequence returned in go_backwards' order (forward and gradient); Bidirectional's joining
+    and splitting of the two directions; the fused recurrence oneDNN cannot express (a Keras
+    mask from an Embedding, recurrent dropout: about 35 s to compile at a first fit) with the
+    embedding's gather / scatter and the input dropout of the steps."""
     from . import Sequential
-    from .layers import GRU, Dense, Flatten
+    from .layers import GRU, LSTM, Bidirectional, Dense, Embedding, Flatten
 
     rng = np.random.default_rng(0)
     x = rng.random((4, 3, 2), dtype=np.float32)
@@ -150,6 +153,15 @@ def _warm_up_recurrent():
     model = Sequential([GRU(3, return_sequences=True, go_backwards=True, input_shape=(3, 2)),
                         Flatten(), Dense(2, activation="softmax")])
     _fit(model, x, y, "categorical_crossentropy")
+    model = Sequential([Bidirectional(GRU(3, return_sequences=True), input_shape=(3, 2)),
+                        Bidirectional(LSTM(3)), Dense(2, activation="softmax")])
+    _fit(model, x, y, "categorical_crossentropy")
+    ids = rng.integers(1, 5, (4, 3))
+    ids[0, 2] = 0  # a masked step
+    model = Sequential([Embedding(5, 2, mask_zero=True, input_shape=(3,)),
+                        LSTM(3, dropout=0.2, recurrent_dropout=0.2),
+                        Dense(2, activation="softmax")])
+    _fit(model, ids, y, "categorical_crossentropy")
 
 
 def _warm_up_augmentation(model, x, y):

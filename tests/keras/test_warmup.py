@@ -14,12 +14,16 @@ from kiln.ops import (
     conv2d_channel_affine_kernels,
     dropout,
     eltwise,
+    embedding,
+    masks,
     max_pool_dropout,
     merge,
     noise,
     normalization,
     numba_config,
+    recurrent_fused_kernels,
     recurrent_kernels,
+    sequence_dropout,
 )
 from kiln.ops.losses import binary, categorical, cosine, elementwise, label_checks, metric_kernels
 from kiln.plan import traced_loss, weight_penalties
@@ -50,7 +54,14 @@ def test_warm_up_compiles_the_plan_kernels():
                conv2d_channel_affine_kernels.affine_vector_grads,
                traced_loss.reduce_loss_kernel, recurrent_kernels.reverse_time,
                recurrent_kernels.fold_reset_after_bias,
-               recurrent_kernels.unfold_reset_after_bias]
+               recurrent_kernels.unfold_reset_after_bias, recurrent_kernels.join_directions,
+               recurrent_kernels.split_directions, recurrent_kernels.merge_final_states,
+               recurrent_kernels.split_final_states_grad, recurrent_fused_kernels.recurrent_forward,
+               recurrent_fused_kernels.recurrent_backward,
+               recurrent_fused_kernels.draw_recurrent_dropout, embedding.gather_rows_kernel,
+               embedding.scatter_add_rows_kernel, masks.step_mask_kernel,
+               sequence_dropout.sequence_dropout_forward,
+               sequence_dropout.sequence_dropout_backward]
     assert [kernel.py_func.__name__ for kernel in kernels if not kernel.signatures] == []
 
 
