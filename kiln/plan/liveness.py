@@ -47,13 +47,13 @@ def call_memories(call):
     return [m for m in getattr(call, "args", {}).values() if isinstance(m, Memory)]
 
 
-def views_and_pins(pooled, calls, kernel_type):
+def views_and_pins(pooled, calls, kernel_type, kept=()):
     """Which pooled buffers others alias, and how.
 
     Returns ({id(view): pooled buffer it lies inside}, ids of pooled buffers that must keep
     their bytes): a Memory of a call that is not pooled itself and lies inside one pooled
     buffer is a view that moves with it; one that straddles pooled bytes otherwise, or an
-    array a kernel captured, pins every pooled buffer it overlaps."""
+    array a kernel captured or a `kept` memory, pins every pooled buffer it overlaps."""
     pooled_ids = {id(m) for m in pooled}
     spans = sorted((_address_range(m.storage), m) for m in pooled)
     starts = [span[0][0] for span in spans]
@@ -67,6 +67,8 @@ def views_and_pins(pooled, calls, kernel_type):
             if e > start:
                 yield (s, e), memory
 
+    for memory in kept:
+        pinned.update(id(m) for _, m in overlapping(*_address_range(memory.storage)))
     for call in calls:
         if isinstance(call, kernel_type):
             for array in kernel_arrays(call.arguments):
@@ -118,12 +120,13 @@ def place(sizes_and_spans):
     return offsets, top
 
 
-def share_buffers(pooled, pinned_ids, calls, kernel_type):
-    """Move every pooled, unpinned memory into one arena by liveness.
+def share_buffers(pooled, kept, calls, kernel_type):
+    """Move every pooled, unpinned memory into one arena by liveness. `kept`: memories whose
+    bytes must stay (read by the caller): pooled ones, or views, which keep the pooled buffers
+    they overlap.
 
     Returns (arena storage or None, bytes before, bytes after) for the pooled buffers."""
-    views, pinned_by_aliases = views_and_pins(pooled, calls, kernel_type)
-    pinned_ids = set(pinned_ids) | pinned_by_aliases
+    views, pinned_ids = views_and_pins(pooled, calls, kernel_type, kept)
     spans = intervals(pooled, calls, views)
     movable = [m for m in pooled if id(m) not in pinned_ids and id(m) in spans] if REUSE else []
     before = sum(m.storage.nbytes for m in pooled)
