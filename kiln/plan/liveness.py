@@ -11,6 +11,8 @@ a sub-batch slice) moves together with its views: their uses count towards its l
 they are pointed at the same place in the arena. Attention is the case that needs it: its
 batched matmuls read the projections and the score tensors through reshaped views, and the
 score tensors, (batch, heads, steps, steps) each, are the largest buffers of the step.
+(keras.io's timeseries transformer, 4 blocks over 500 steps, batch 64: 4.1 GiB planned
+where pinning the viewed buffers planned 13.3 GiB, and 16.5 GiB without any sharing.)
 
 Some buffers keep their own bytes ("pinned"): ones a numba kernel captured as a numpy array
 when it was planned (an array cannot be pointed elsewhere), ones a Memory object overlaps
