@@ -98,11 +98,13 @@ if torch is not None:
                                   (block.linear2, dense[2 * index + 1])):
                 kernel, bias = layer.get_weights()
                 linear.weight.copy_(as_tensor(kernel.T)); linear.bias.copy_(as_tensor(bias))
-            for norm, layer in ((block.norm1, norms[2 * index]), (block.norm2, norms[2 * index + 1])):
+            for norm, layer in ((block.norm1, norms[2 * index]),
+                                (block.norm2, norms[2 * index + 1])):
                 gamma, beta = layer.get_weights()
                 norm.weight.copy_(as_tensor(gamma)); norm.bias.copy_(as_tensor(beta))
         kernel, bias = dense[-1].get_weights()
-        torch_net.head.weight.copy_(as_tensor(kernel.T)); torch_net.head.bias.copy_(as_tensor(bias))
+        torch_net.head.weight.copy_(as_tensor(kernel.T))
+        torch_net.head.bias.copy_(as_tensor(bias))
         tokens = torch.from_numpy(x[:4]).long()
         pooled = torch_net.blocks(torch_net.embedding(tokens)).mean(dim=1).numpy()
         probabilities = torch.softmax(torch_net.head(torch.from_numpy(pooled)), 1).numpy()

@@ -7,16 +7,16 @@ EarlyStopping, batch size 64 as in the script.
 The data: the script reads `root_url + "FordA_TRAIN.tsv"` with np.loadtxt, which downloads it
 through urllib's urlopen; the test serves small TSV files in the real format (label -1 / 1,
 then the values of one series per line; 128 training and 32 test series, learnable sines in
-noise) for exactly those two URLs. The series are 64 values long instead of FordA's 500: the
+noise) for exactly those two URLs. The series are 32 values long instead of FordA's 500: the
 attention's cost grows with the square of the length (at 500 steps and batch 64 one training
-step is about 400 GFLOP), and the script takes its input shape from the data.
+step is about 800 GFLOP), and the script takes its input shape from the data.
 
-Lines rewritten (each must occur exactly once): `epochs=200,` -> `epochs=3,`.
+Lines rewritten (each must occur exactly once): `epochs=200,` -> `epochs=2,`.
 
 The same model built by the script's own functions with real Keras 3 has the same layer names
 (Keras's MultiHeadAttention takes the automatic names "softmax" and "dropout" for its inner
 layers, so the script's first Dropout is "dropout_1"), and trained from kiln's initial weights
-on the same data its losses decrease as kiln's do (dropout draws differ, so not equal).
+on the same data its losses follow kiln's (dropout draws differ, so not equal).
 """
 
 import io
@@ -41,8 +41,8 @@ from keras_oracle import real_keras  # noqa: E402
 KERASIO_SCRIPTS = Path(__file__).resolve().parent / "kerasio"
 NAME = "timeseries_classification_transformer"
 ROOT_URL = "https://raw.githubusercontent.com/hfawaz/cd-diagram/master/FordA/"
-EPOCHS = 3
-LENGTH = 64
+EPOCHS = 2
+LENGTH = 32
 
 
 def test_fixture_differs_from_keras_io_only_in_the_import_lines():
@@ -58,7 +58,7 @@ def test_fixture_differs_from_keras_io_only_in_the_import_lines():
 
 @pytest.fixture
 def ford_a(keras2_cache, tmp_path, monkeypatch):
-    """FordA_TRAIN.tsv / FordA_TEST.tsv (64 values a series) served at the script's URLs."""
+    """FordA_TRAIN.tsv / FordA_TEST.tsv (32 values a series) served at the script's URLs."""
     folder = tmp_path / "ford_a"
     folder.mkdir()
     labels = {name: write_ucr_tsv(folder / name, count, length=LENGTH, seed=seed)
@@ -104,7 +104,7 @@ def test_timeseries_classification_transformer(ford_a, capsys):
     np.testing.assert_array_equal(namespace["y_test"], (labels["FordA_TEST.tsv"] == 1))
     assert "Total params: 29,258" in out.replace("29258", "29,258")
 
-    # fit: three epochs of two steps (102 training series, batch 64), then evaluate
+    # fit: two epochs of two steps (102 training series, batch 64), then evaluate
     logs = epoch_logs(out)
     assert len(logs) == EPOCHS + 1  # and evaluate's line
     assert all(out.count(f"Epoch {e}/{EPOCHS}") == 1 for e in range(1, EPOCHS + 1))
@@ -114,8 +114,8 @@ def test_timeseries_classification_transformer(ford_a, capsys):
     test_loss = logs[-1]["loss"]
     assert np.isfinite(test_loss)
 
-    # real Keras: the script's model has the same layer names; trained from the same initial
-    # weights on the same data, its loss decreases too, from a similar first epoch
+    # real Keras: the script's model has the same layer names; from the same initial weights
+    # on the same data, the same loss, and training follows the same course
     K, theirs = keras_copy(namespace)
     assert [layer.name for layer in theirs.layers] == [layer.name for layer in model.layers]
     assert [type(layer).__name__ for layer in theirs.layers] == [
@@ -123,22 +123,23 @@ def test_timeseries_classification_transformer(ford_a, capsys):
     ours = namespace["build_model"](namespace["input_shape"], head_size=256, num_heads=4,
                                     ff_dim=4, num_transformer_blocks=4, mlp_units=[128],
                                     mlp_dropout=0.4, dropout=0.25)  # kiln, untrained
-    theirs.set_weights(ours.get_weights())
+    start = ours.get_weights()
+    theirs.set_weights(start)
     x, y = namespace["x_train"].astype(np.float32), namespace["y_train"]
-    histories = []
+    results = []
     for side, module in ((ours, namespace["keras"]), (theirs, K)):
         side.compile(loss="sparse_categorical_crossentropy",
                      optimizer=module.optimizers.Adam(learning_rate=1e-4),
                      metrics=["sparse_categorical_accuracy"])
-        histories.append(side.evaluate(x, y, batch_size=64, verbose=0))
+        before = side.evaluate(x, y, batch_size=64, verbose=0)
         history = side.fit(x, y, validation_split=0.2, epochs=EPOCHS, batch_size=64,
                            shuffle=False, verbose=0).history
-        histories.append(history)
-    (ours_before, ours_history), (theirs_before, theirs_history) = (histories[:2],
-                                                                  histories[2:])
-    # inference from the same weights: the same loss and accuracy
-    np.testing.assert_allclose(ours_before, theirs_before, rtol=1e-4)
-    for history in (ours_history, theirs_history):
-        assert history["val_loss"][-1] < history["val_loss"][0]
-    # dropout draws differ: the first epochs' losses agree only roughly
-    assert ours_history["loss"][0] == pytest.approx(theirs_history["loss"][0], rel=0.1)
+        results.append((before, history))
+    (ours_before, ours_history), (theirs_before, theirs_history) = results
+    np.testing.assert_allclose(ours_before, theirs_before, rtol=1e-4)  # no dropout here
+    # With one feature per step, each LayerNormalization outputs its beta whatever its input
+    # (x - mean is 0), in Keras as here: only the betas and the head learn, and the loss
+    # stays near log 2 on both sides (dropout draws differ, so not equal).
+    for key in ("loss", "val_loss"):
+        np.testing.assert_allclose(ours_history[key], theirs_history[key], atol=2e-3)
+    assert not np.array_equal(ours.layers[-1].get_weights()[0], start[-2])
