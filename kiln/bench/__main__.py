@@ -30,10 +30,12 @@ from .peers import FRAMEWORKS
 FORMATS = ["channels_last", "channels_first"]
 
 
-def _prepared_plan(model_name, data_format, training=True):
+def _prepared_plan(model_name, data_format, training=True, precision="f32"):
     from .peers import kiln_runner
     step = kiln_runner.prepare(model_name, data_format, "train" if training else "infer",
-                               "f32")
+                               precision)
+    if isinstance(step, str):  # the reason this precision cannot run here
+        raise SystemExit(f"{model_name} {precision}: {step}")
     return step.__self__  # the StepPlan whose bound method was returned
 
 
@@ -63,7 +65,8 @@ def command_train(args):
 
 
 def command_profile(args):
-    plan = _prepared_plan(args.model, args.format, training=args.mode == "train")
+    plan = _prepared_plan(args.model, args.format, training=args.mode == "train",
+                          precision=args.precision)
     for _ in range(args.warmup):
         plan.train_step() if plan.training else plan.predict_step()
     timed = []
@@ -137,6 +140,7 @@ def main(argv=None):
         p.add_argument("--steps", type=int, default=50 if p is train else 20)
         p.add_argument("--warmup", type=int, default=5)
     profile.add_argument("--mode", choices=["train", "infer"], default="train")
+    profile.add_argument("--precision", choices=["f32", "bf16"], default="f32")
     augmentation = sub.add_parser(
         "augmentation", help="cifar10_cnn epoch with and without the example's augmentation")
     augmentation.add_argument("--samples", type=int, default=3200)

@@ -178,3 +178,8 @@ def load():
 
 
 lib = load()
+
+
+def cpu_has(isa):
+    """Whether oneDNN runs this CPU with instructions of `isa` (a constants.cpu_isa_* mask)."""
+    return lib.dnnl_get_effective_cpu_isa() & isa == isa

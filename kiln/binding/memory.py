@@ -6,6 +6,7 @@ A `Memory` binds a descriptor to bytes owned by a 64-byte aligned numpy array.
 """
 
 import ctypes
+import weakref
 
 import numpy as np
 
@@ -127,12 +128,14 @@ class Memory:
     """A `dnnl_memory_t` over bytes kept alive by `self.storage` (a numpy uint8 array).
 
     Several Memory objects may share one storage (e.g. a view with a reshaped descriptor).
+    `move_to` moves a memory's bytes and its views with it.
     """
 
-    __slots__ = ("desc", "storage", "handle")
+    __slots__ = ("desc", "storage", "handle", "views", "__weakref__")
 
     def __init__(self, desc, storage=None):
         self.handle = None
+        self.views = []  # weak references to the views made of this memory
         self.desc = desc
         if storage is None:
             storage = aligned_bytes(max(desc.size, 1))
@@ -151,8 +154,27 @@ class Memory:
             self.handle = None
 
     def view(self, desc):
-        """Another descriptor over the same bytes."""
-        return Memory(desc, self.storage)
+        """Another descriptor over the same bytes (it follows them when they move)."""
+        view = Memory(desc, self.storage)
+        if len(self.views) >= 64:  # forget views already collected, so the list stays short
+            self.views = [reference for reference in self.views if reference() is not None]
+        self.views.append(weakref.ref(view))
+        return view
+
+    def move_to(self, storage):
+        """Point this memory, and every view of it, at `storage` (the caller copied the bytes
+        there): a view made while planning (a weight read transposed in backward) must not
+        keep reading the old bytes once the weights are packed into their arena."""
+        self.storage = storage
+        check(lib.dnnl_memory_set_data_handle(self.handle, ctypes.c_void_p(storage.ctypes.data)),
+              "memory set data handle", repr(self.desc))
+        alive = []
+        for reference in self.views:
+            view = reference()
+            if view is not None:
+                view.move_to(storage)
+                alive.append(reference)
+        self.views = alive
 
     def as_array(self, dtype=None):
         """The raw buffer as a flat array (in whatever layout the descriptor has); `dtype`

@@ -8,15 +8,14 @@ stays float32 and says so once.
 import warnings
 
 from ..binding import constants as dnnl
-from ..binding.library import lib
+from ..binding.library import cpu_has
 
 POLICIES = ("float32", "mixed_bfloat16")
 
 
 def native_bf16():
     """True when oneDNN runs bf16 convolutions on native instructions on this CPU."""
-    isa = lib.dnnl_get_effective_cpu_isa()
-    return isa & dnnl.cpu_isa_avx512_core_bf16 == dnnl.cpu_isa_avx512_core_bf16
+    return cpu_has(dnnl.cpu_isa_avx512_core_bf16)
 
 
 class Policy:

@@ -17,13 +17,15 @@ keras/layers/bidirectional.py).
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc
 from . import recurrent_kernels as kernels
-from .recurrent import F32, TENSORS, WEIGHTS, RecurrentOp, _plain, _sequence
+from .recurrent import RecurrentOp
+from .recurrent_cells import F32, TENSORS, WEIGHTS, plain_desc, sequence_view
 from .tensor import Tensor
 
 
 def _ldnc(memory):
     """A plain (2, N, units) buffer as oneDNN's two-direction state (1, 2, N, units)."""
-    return memory.view(MemoryDesc.with_tag((1, *memory.desc.dims), F32, dnnl.ldnc))
+    return memory.view(MemoryDesc.with_tag((1, *memory.desc.dims), memory.desc.data_type,
+                                           dnnl.ldnc))
 
 
 class BidirectionalRecurrentOp(RecurrentOp):
@@ -75,19 +77,28 @@ class BidirectionalRecurrentOp(RecurrentOp):
         shapes = (f"Bidirectional '{self.name}' ({cell.primitive}) input {list(x.dims)} "
                   f"units {units}")
         names = self._names([x.dims])
-        memories = {"src_layer": _sequence(builder.reorder(x.memory, _plain((n, t, c)),
+        # bf16 as RecurrentOp's (c, bias, gradients f32), for a returned sequence only: the
+        # final states of oneDNN 3.2's bf16 bidirectional primitives were 3-8x further from
+        # Keras's mixed_bfloat16 results than Keras's own bf16 error (one-direction ones and
+        # returned sequences are within it), so without return_sequences it stays f32
+        dt = self._data_type(builder, c) if self.return_sequences else F32
+        shapes += " bf16" if dt != F32 else ""
+        memories = {"src_layer": sequence_view(builder.reorder(x.memory, plain_desc((n, t, c), dt),
                                                            f"{self.name} input"))}
-        sequence = builder.allocate(_plain((n, t, self.width)))
-        memories["dst_layer"] = _sequence(sequence)
+        sequence = builder.allocate(plain_desc((n, t, self.width), dt))
+        memories["dst_layer"] = sequence_view(sequence)
         finals = None
         if not self.return_sequences:  # Keras merges the final h of both directions
-            finals = builder.keep(builder.allocate(_plain((2, n, units))))
+            finals = builder.keep(builder.allocate(plain_desc((2, n, units), dt)))
             memories["dst_iter"] = _ldnc(finals)
             if cell.cell_state:
-                memories["dst_iter_c"] = _ldnc(builder.allocate(_plain((2, n, units))))
+                memories["dst_iter_c"] = _ldnc(builder.allocate(plain_desc((2, n, units))))
+            if dt != F32:  # the merge kernel reads f32
+                finals = builder.reorder(finals, plain_desc((2, n, units)),
+                                         f"{self.name} final states to f32")
         descs = {key: memory.desc for key, memory in memories.items()}
-        descs["weights_layer"] = MemoryDesc.any((1, 2, c, cell.gates, units), F32)
-        descs["weights_iter"] = MemoryDesc.any((1, 2, units, cell.gates, units), F32)
+        descs["weights_layer"] = MemoryDesc.any((1, 2, c, cell.gates, units), dt)
+        descs["weights_iter"] = MemoryDesc.any((1, 2, units, cell.gates, units), dt)
         descs["bias"] = MemoryDesc.with_tag((1, 2, cell.bias_gates, units), F32, dnnl.ldgo)
         fwd = builder.primitive(*self._descriptor("forward", shapes, builder.prop_kind, descs))
         memories["bias"] = self._joined_bias(builder, names, descs["bias"])
@@ -102,11 +113,11 @@ class BidirectionalRecurrentOp(RecurrentOp):
 
         output = sequence
         if finals is not None:
-            output = builder.allocate(_plain((n, self.width)))
+            output = builder.allocate(plain_desc((n, self.width)))
             builder.add_forward(builder.memory_kernel(
                 kernels.merge_final_states, (finals, output, n, units, self.concat),
                 f"{self.name} final states merged"))
-        if builder.data_type != F32:  # a bf16 plan: one conversion
+        if output.desc.data_type != builder.data_type:  # a bf16 plan: one conversion
             output = builder.reorder(output, MemoryDesc.with_tag(output.desc.dims,
                                                                  builder.data_type),
                                      f"{self.name} output to the plan's data type")
@@ -152,18 +163,18 @@ class BidirectionalRecurrentOp(RecurrentOp):
         units, width = self.units, self.width
 
         def zeros(dims):  # its own bytes, never written
-            memory = builder.keep(builder.allocate(_plain(dims)))
+            memory = builder.keep(builder.allocate(plain_desc(dims)))
             builder.share(memory)
             return memory
 
         grads = {}
         if self.return_sequences:
-            grads["dst_layer"] = _sequence(builder.reorder(
-                grad, _plain((n, t, width)), f"{self.name} output gradient", backward=True))
+            grads["dst_layer"] = sequence_view(builder.reorder(
+                grad, plain_desc((n, t, width)), f"{self.name} output gradient", backward=True))
         else:
-            grads["dst_layer"] = _sequence(zeros((n, t, width)))
-            states_grad = builder.allocate(_plain((2, n, units)))
-            plain_grad = builder.reorder(grad, _plain((n, width)),
+            grads["dst_layer"] = sequence_view(zeros((n, t, width)))
+            states_grad = builder.allocate(plain_desc((2, n, units)))
+            plain_grad = builder.reorder(grad, plain_desc((n, width)),
                                          f"{self.name} output gradient", backward=True)
             builder.add_backward(builder.memory_kernel(
                 kernels.split_final_states_grad,
@@ -172,8 +183,8 @@ class BidirectionalRecurrentOp(RecurrentOp):
             grads["dst_iter"] = _ldnc(states_grad)
             if self.cell.cell_state:
                 grads["dst_iter_c"] = _ldnc(zeros((2, n, units)))
-        input_grad = builder.allocate(_plain((n, t, c)))
-        grads["src_layer"] = _sequence(input_grad)
+        input_grad = builder.allocate(plain_desc((n, t, c)))
+        grads["src_layer"] = sequence_view(input_grad)
         diff_descs = {key: memory.desc for key, memory in grads.items()}
         diff_descs.update({key: MemoryDesc.any(descs[key].dims, F32) for key in WEIGHTS})
         diff_descs["bias"] = descs["bias"]

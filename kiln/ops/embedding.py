@@ -66,14 +66,16 @@ def scatter_add_rows_kernel(ids, grad, table_grad, rows, width, blocks):
 
 class EmbeddingOp(Op):
     """Args: name, input_dim (rows of the table: ids are in [0, input_dim)), output_dim
-    (features per token). The weight is "<name>/embeddings", (input_dim, output_dim)."""
+    (features per token), table (the weight's short name: the weight is "<name>/<table>",
+    (input_dim, output_dim); keras.ops.take(weight, ids) names another)."""
 
     reads_integers = True
 
-    def __init__(self, name, input_dim, output_dim):
+    def __init__(self, name, input_dim, output_dim, table="embeddings"):
         self.name = name
         self.input_dim = int(input_dim)
         self.output_dim = int(output_dim)
+        self.table = str(table)
 
     def output_dims(self, input_dims):
         if len(input_dims) != 2:
@@ -82,10 +84,10 @@ class EmbeddingOp(Op):
         return (*input_dims, self.output_dim)
 
     def parameter_dims(self, input_dims):
-        return {"embeddings": ((self.input_dim, self.output_dim), dnnl.ab)}
+        return {self.table: ((self.input_dim, self.output_dim), dnnl.ab)}
 
     def forward(self, builder, x, need_input_grad=True):
-        table_name = f"{self.name}/embeddings"
+        table_name = f"{self.name}/{self.table}"
         id_type = dnnl.s32 if x.memory.desc.data_type == dnnl.s32 else dnnl.f32
         ids = builder.reorder(x.memory, MemoryDesc.with_tag(x.dims, id_type),
                               f"{self.name} ids to plain")

@@ -19,8 +19,11 @@ its Keras bias (2, 3 * units) is folded into the primitive's (4, units) once per
 `go_backwards` runs right to left; oneDNN then aligns outputs with inputs, Keras returns them
 in processing order, so a returned sequence (and its gradient) is reversed in time.
 
-The primitives run in f32: under a bf16 plan the op converts its input and output at its
-edges (a native bf16 RNN needs avx512_bf16 / AMX, see docs/recurrent.md).
+Under a bf16 inference plan on a CPU with native bf16 the primitive runs in bf16 (sequences,
+h and the weights; the cell state c and the bias in f32; training plans too with
+recurrent_cells.BF16_TRAINING, every gradient then f32), except for the shapes
+oneDNN 3.2's AMX kernels cannot run (recurrent_cells.amx_k_tails) and stateful layers,
+which run it in f32 between two conversions (see docs/recurrent.md).
 
 What the primitives cannot express (a Keras mask: an op made with `masked=True` reads it as
 its last input; recurrent dropout in training; activations the cells lack) the same op plans
@@ -33,69 +36,26 @@ import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
+from ..binding.library import cpu_has
 from ..binding.memory import MemoryDesc
+from . import recurrent_cells
 from . import recurrent_kernels as kernels
 from .base import Op
 from .recurrent_activations import ACTIVATION_CODES
+from .recurrent_cells import (
+    F32,
+    LBR_GRU,
+    TENSORS,
+    VANILLA_ACTIVATIONS,
+    VANILLA_RNN,
+    WEIGHTS,
+    amx_k_tails,
+    plain_desc,
+    sequence_view,
+    state_view,
+)
 from .recurrent_fused import plan_fused
 from .recurrent_state import RecurrentTensor
-
-F32 = dnnl.f32
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One of oneDNN's RNN cells: its C name, gates, bias rows and whether it has a cell
-    state c (LSTM)."""
-
-    primitive: str
-    gates: int
-    bias_gates: int
-    cell_state: bool = False
-
-    def create_function(self, what):
-        return f"dnnl_{self.primitive}_{what}_primitive_desc_create"
-
-
-VANILLA_RNN = Cell("vanilla_rnn", 1, 1)
-LSTM = Cell("lstm", 4, 4, cell_state=True)
-GRU = Cell("gru", 3, 3)
-LBR_GRU = Cell("lbr_gru", 3, 4)  # Keras's reset_after=True
-
-# SimpleRNN activations oneDNN's vanilla cell computes: (algorithm, alpha); a relu whose
-# negative slope is 1 is the identity, Keras's 'linear'
-VANILLA_ACTIVATIONS = {"tanh": (dnnl.eltwise_tanh, 0.0), "relu": (dnnl.eltwise_relu, 0.0),
-                       "sigmoid": (dnnl.eltwise_logistic, 0.0),
-                       "linear": (dnnl.eltwise_relu, 1.0)}
-
-# the primitives' tensors in the header's order: name -> (argument, its gradient's argument)
-TENSORS = {
-    "src_layer": (dnnl.ARG_SRC_LAYER, dnnl.ARG_DIFF_SRC_LAYER),
-    "src_iter": (dnnl.ARG_SRC_ITER, dnnl.ARG_DIFF_SRC_ITER),
-    "src_iter_c": (dnnl.ARG_SRC_ITER_C, dnnl.ARG_DIFF_SRC_ITER_C),
-    "weights_layer": (dnnl.ARG_WEIGHTS_LAYER, dnnl.ARG_DIFF_WEIGHTS_LAYER),
-    "weights_iter": (dnnl.ARG_WEIGHTS_ITER, dnnl.ARG_DIFF_WEIGHTS_ITER),
-    "bias": (dnnl.ARG_BIAS, dnnl.ARG_DIFF_BIAS),
-    "dst_layer": (dnnl.ARG_DST_LAYER, dnnl.ARG_DIFF_DST_LAYER),
-    "dst_iter": (dnnl.ARG_DST_ITER, dnnl.ARG_DIFF_DST_ITER),
-    "dst_iter_c": (dnnl.ARG_DST_ITER_C, dnnl.ARG_DIFF_DST_ITER_C),
-}
-WEIGHTS = {"weights_layer": "kernel", "weights_iter": "recurrent_kernel"}  # -> Keras names
-
-
-def _plain(dims):
-    return MemoryDesc.with_tag(dims, F32)
-
-
-def _sequence(memory):
-    """A plain (N, T, C) buffer as oneDNN's layer tensor: logical (T, N, C) in ntc."""
-    n, t, c = memory.desc.dims
-    return memory.view(MemoryDesc.with_tag((t, n, c), F32, dnnl.ntc))
-
-
-def _state(memory):
-    """A plain (N, units) buffer as oneDNN's state tensor (1, 1, N, units) in ldnc."""
-    return memory.view(MemoryDesc.with_tag((1, 1, *memory.desc.dims), F32, dnnl.ldnc))
 
 
 @dataclass
@@ -263,25 +223,31 @@ class RecurrentOp(Op):
         x, initial = xs[0], xs[1:]
         n, t, c = x.dims
         units, cell = self.units, self.cell
-        shapes = f"RNN '{self.name}' ({cell.primitive}) input {list(x.dims)} units {units}"
+        # a bf16 plan runs the primitive in bf16 (sequences, h and the weights; the cell
+        # state c, the bias and every gradient stay f32, as oneDNN's bf16 RNNs take them)
+        dt = self._data_type(builder, c)
+        shapes = (f"RNN '{self.name}' ({cell.primitive}) input {list(x.dims)} units {units}"
+                  + (" bf16" if dt != F32 else ""))
         names = dict(zip(("kernel", "recurrent_kernel", "bias"),
                          self.parameter_names([x.dims]), strict=False))
-        memories = {"src_layer": _sequence(builder.reorder(x.memory, _plain((n, t, c)),
+        memories = {"src_layer": sequence_view(builder.reorder(x.memory, plain_desc((n, t, c), dt),
                                                            f"{self.name} input"))}
         for state, tensor in zip(self.states, initial, strict=False):
-            memories["src_iter" + ("_c" if state == "c" else "")] = _state(builder.reorder(
-                tensor.memory, _plain((n, units)), f"{self.name} initial state {state}"))
+            memories["src_iter" + ("_c" if state == "c" else "")] = state_view(builder.reorder(
+                tensor.memory, plain_desc((n, units), F32 if state == "c" else dt),
+                f"{self.name} initial state {state}"))
         if self.kept_states is not None and not initial:
             self._read_kept_states(builder, memories, n)
-        sequence = builder.allocate(_plain((n, t, units)))
-        finals = {state: builder.keep(builder.allocate(_plain((n, units))))
+        sequence = builder.allocate(plain_desc((n, t, units), dt))
+        finals = {state: builder.keep(builder.allocate(
+                      plain_desc((n, units), F32 if state == "c" else dt)))
                   for state in self.states}
-        memories["dst_layer"] = _sequence(sequence)
+        memories["dst_layer"] = sequence_view(sequence)
         for state, final in finals.items():
-            memories["dst_iter" + ("_c" if state == "c" else "")] = _state(final)
+            memories["dst_iter" + ("_c" if state == "c" else "")] = state_view(final)
         descs = {key: memory.desc for key, memory in memories.items()}
-        descs["weights_layer"] = MemoryDesc.any((1, 1, c, cell.gates, units), F32)
-        descs["weights_iter"] = MemoryDesc.any((1, 1, units, cell.gates, units), F32)
+        descs["weights_layer"] = MemoryDesc.any((1, 1, c, cell.gates, units), dt)
+        descs["weights_iter"] = MemoryDesc.any((1, 1, units, cell.gates, units), dt)
         # oneDNN 3.2's CPU RNNs refuse a missing bias ('unimplemented'): without use_bias
         # they read zeros of their own
         descs["bias"] = MemoryDesc.with_tag((1, 1, cell.bias_gates, units), F32, dnnl.ldgo)
@@ -304,9 +270,12 @@ class RecurrentOp(Op):
         if self.return_sequences:
             output = sequence
             if self.reverses_sequence:
-                output = self._reversed(builder, sequence, builder.add_forward,
+                output = self._reversed(builder, builder.reorder(
+                                            sequence, plain_desc((n, t, units)),
+                                            f"{self.name} output to f32 for the reversal"),
+                                        builder.add_forward,
                                         f"{self.name} output in processing order")
-        if builder.data_type != F32:  # a bf16 plan: one conversion
+        if output.desc.data_type != builder.data_type:  # a bf16 plan: one conversion
             output = builder.reorder(output, MemoryDesc.with_tag(output.desc.dims,
                                                                  builder.data_type),
                                      f"{self.name} output to the plan's data type")
@@ -314,6 +283,19 @@ class RecurrentOp(Op):
         planned = Planned(memories, descs, fwd, workspace, result, names,
                           list(need_input_grad), shapes)
         return result, lambda grad: self._backward(builder, grad, planned)
+
+    def _data_type(self, builder, channels):
+        """The primitive's data type: the plan's, except that training plans keep it in f32
+        (recurrent_cells.BF16_TRAINING), a stateful layer's kept states (f32 arrays copied
+        in and out) keep it in f32, and so do CPUs without native bf16
+        (a test may plan bf16 anywhere) and the shapes whose bf16 AMX kernels crash in
+        oneDNN 3.2 (amx_k_tails)."""
+        if (builder.data_type != F32 and self.kept_states is None
+                and (recurrent_cells.BF16_TRAINING or not builder.training)
+                and cpu_has(dnnl.cpu_isa_avx512_core_bf16)
+                and not amx_k_tails(channels, self.units)):
+            return builder.data_type
+        return F32
 
     def _read_kept_states(self, builder, memories, n):
         """stateful: the initial states are the layer's kept ones, copied in each step."""
@@ -324,11 +306,11 @@ class RecurrentOp(Op):
                              f"initial state. Expected batch size: {batch}, received batch "
                              f"size: {n}")
         for state, kept in self.kept_states.items():
-            memory = builder.allocate(_plain((n, self.units)))
+            memory = builder.allocate(plain_desc((n, self.units)))
             builder.add_forward(builder.memory_kernel(
                 kernels.copy_state, (kept.reshape(-1), memory),
                 f"{self.name} kept state {state} read"))
-            memories["src_iter" + ("_c" if state == "c" else "")] = _state(memory)
+            memories["src_iter" + ("_c" if state == "c" else "")] = state_view(memory)
 
     def _bias(self, builder, name, desc):
         """The primitive's bias: the stored one, a reset_after GRU's folded once a step, or
@@ -337,7 +319,7 @@ class RecurrentOp(Op):
             return builder.keep(builder.allocate(desc))
         if self.cell is not LBR_GRU:
             return builder.param(name, desc)
-        keras_bias = builder.param(name, _plain((2, 3 * self.units)))
+        keras_bias = builder.param(name, plain_desc((2, 3 * self.units)))
         folded = builder.allocate(desc)
         builder.add_forward(builder.memory_kernel(
             kernels.fold_reset_after_bias, (keras_bias, folded, self.units),
@@ -359,48 +341,48 @@ class RecurrentOp(Op):
         units = self.units
 
         def zeros(dims):  # its own bytes, never written
-            memory = builder.keep(builder.allocate(_plain(dims)))
+            memory = builder.keep(builder.allocate(plain_desc(dims)))
             builder.share(memory)
             return memory
 
-        def plain(memory, dims, what):
-            return builder.reorder(memory, _plain(dims), f"{self.name} {what} gradient",
+        def as_plain(memory, dims, what):
+            return builder.reorder(memory, plain_desc(dims), f"{self.name} {what} gradient",
                                    backward=True)
 
         pending = planned.result.state_grads
         state_grads = {state: [pending[state]] if state in pending else []
                        for state in self.states}
         if self.return_sequences:
-            sequence_grad = plain(grad, (n, t, units), "output")
+            sequence_grad = as_plain(grad, (n, t, units), "output")
             if self.reverses_sequence:
                 sequence_grad = self._reversed(builder, sequence_grad, builder.add_backward,
                                                f"{self.name} output gradient in input order")
         else:  # the output is the final h
             sequence_grad = zeros((n, t, units))
             state_grads["h"].insert(0, grad)
-        grads = {"dst_layer": _sequence(sequence_grad)}
+        grads = {"dst_layer": sequence_view(sequence_grad)}
         for state, parts in state_grads.items():
-            parts = [plain(g, (n, units), f"final state {state}") for g in parts]
+            parts = [as_plain(g, (n, units), f"final state {state}") for g in parts]
             if not parts:
                 total = zeros((n, units))
             elif len(parts) == 1:
                 total = parts[0]
             else:  # return_sequences=False and return_state: the output is the state h
-                total = builder.allocate(_plain((n, units)))
+                total = builder.allocate(plain_desc((n, units)))
                 builder.add_sum(total, parts, f"{self.name} final state {state} gradients")
-            grads["dst_iter" + ("_c" if state == "c" else "")] = _state(total)
+            grads["dst_iter" + ("_c" if state == "c" else "")] = state_view(total)
         return grads
 
     def _backward(self, builder, grad, planned):
         memories, descs, names = planned.memories, planned.descs, planned.names
         t, n, c = memories["src_layer"].desc.dims
         grads = self._output_grads(builder, grad, planned)
-        input_grads = {"src_layer": builder.allocate(_plain((n, t, c)))}
-        grads["src_layer"] = _sequence(input_grads["src_layer"])
+        input_grads = {"src_layer": builder.allocate(plain_desc((n, t, c)))}
+        grads["src_layer"] = sequence_view(input_grads["src_layer"])
         for key in ("src_iter", "src_iter_c"):
             if key in memories:
-                input_grads[key] = builder.allocate(_plain((n, self.units)))
-                grads[key] = _state(input_grads[key])
+                input_grads[key] = builder.allocate(plain_desc((n, self.units)))
+                grads[key] = state_view(input_grads[key])
         diff_descs = {key: memory.desc for key, memory in grads.items()}
         diff_descs.update({key: MemoryDesc.any(descs[key].dims, F32) for key in WEIGHTS})
         diff_descs["bias"] = descs["bias"]
@@ -435,7 +417,7 @@ class RecurrentOp(Op):
         if self.cell is not LBR_GRU:
             return builder.param_grad(name, desc), None
         folded = builder.allocate(desc)
-        keras_grad = builder.param_grad(name, _plain((2, 3 * self.units)))
+        keras_grad = builder.param_grad(name, plain_desc((2, 3 * self.units)))
         return folded, builder.memory_kernel(
             kernels.unfold_reset_after_bias, (folded, keras_grad, self.units),
             f"{self.name} bias gradient unfolded for Keras's two biases")

@@ -9,7 +9,6 @@ Reading weights back (`get_value`) reorders to the Keras layout: an edge, never 
 import numpy as np
 
 from ..binding import constants as dnnl
-from ..binding.library import lib
 from ..binding.memory import ALIGNMENT, Memory, MemoryDesc, aligned_bytes
 from ..binding.reorder import reorder_now
 
@@ -161,8 +160,7 @@ class ParameterStore:
             size = parameter.value.desc.size
             for memory, arena in ((parameter.value, values), (parameter.grad, grads)):
                 arena[offset:offset + size] = memory.storage[:size]
-                memory.storage = arena[offset:offset + size]
-                lib.dnnl_memory_set_data_handle(memory.handle, memory.storage.ctypes.data)
+                memory.move_to(arena[offset:offset + size])  # its views too
         self._packed_order = order
         self.values_arena = values.view(np.float32)
         self.grads_arena = grads.view(np.float32)

@@ -62,7 +62,7 @@ def test_mnist_irnn(keras2_cache, real_mnist, capsys):
     assert config["kernel_initializer"]["class_name"] == "RandomNormal"
     assert config["kernel_initializer"]["config"]["stddev"] == 0.001
     assert config["recurrent_initializer"] == {
-        "module": "keras.initializers", "class_name": "Identity", "config": {"gain": 1.0},
+        "module": "keras.initializers", "class_name": "Identity", "config": {},
         "registered_name": None}
     assert namespace["rmsprop"].learning_rate == pytest.approx(1e-6)
 

@@ -8,7 +8,8 @@ from recurrent_reference import recurrent_reference
 
 from kiln.binding import constants as dnnl
 from kiln.binding.memory import Memory, MemoryDesc
-from kiln.ops.recurrent import GRU, LBR_GRU, LSTM, VANILLA_RNN, RecurrentOp
+from kiln.ops.recurrent import RecurrentOp
+from kiln.ops.recurrent_cells import GRU, LBR_GRU, LSTM, VANILLA_RNN
 from kiln.ops.recurrent_state import RecurrentStateOp
 from kiln.ops.tensor import Tensor
 from kiln.plan.builder import PlanBuilder

@@ -21,7 +21,8 @@ from test_ops_recurrent import (
     test_bf16_plan_runs_the_primitive_in_f32_between_conversions as primitive_bf16_check,
 )
 
-from kiln.ops.recurrent import LSTM, VANILLA_RNN, RecurrentOp
+from kiln.ops.recurrent import RecurrentOp
+from kiln.ops.recurrent_cells import LSTM, VANILLA_RNN
 from kiln.plan.builder import PlanBuilder
 from kiln.plan.parameters import ParameterStore
 

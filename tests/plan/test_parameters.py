@@ -66,3 +66,19 @@ def test_receive_releases_a_value_no_plan_of_the_source_laid_out():
     model_store.receive("dense/bias", layer_store)
     assert "dense/bias" not in layer_store and "dense/bias" in model_store
     np.testing.assert_array_equal(model_store.get_value("dense/bias"), np.ones(4))
+
+
+def test_views_made_before_packing_follow_the_values_into_the_arena():
+    """An op that reads a weight through a view (BatchedMatmulOp reads its kernel transposed
+    in backward) makes the view while planning, before pack() moves the value into the arena
+    the optimizer updates: the view must move with it, or every later step reads the initial
+    weights (a model's second training step differed from a fresh model's first)."""
+    store = ParameterStore()
+    store.add("k/kernel", (3, 4), dnnl.ab, np.arange(12, dtype=np.float32).reshape(3, 4))
+    value = store.value_memory("k/kernel", MemoryDesc.with_tag((3, 4), dnnl.f32, dnnl.ab))
+    transposed = value.view(MemoryDesc.with_tag((4, 3), dnnl.f32, dnnl.ab))
+    view_of_view = transposed.view(MemoryDesc.with_tag((12,), dnnl.f32, dnnl.a))
+    store.pack()
+    store.values_arena[:12] += 100.0  # what an optimizer step writes
+    for memory in (value, transposed, view_of_view):
+        np.testing.assert_array_equal(memory.as_array()[:12], np.arange(12) + 100.0)

@@ -194,7 +194,8 @@ class Layer:
         if self._store is None:
             self._store = ParameterStore()
         path = f"{self.weight_prefix}/{name}"
-        value = np.asarray(initializer(tuple(shape)), dtype=np.float32)
+        value = initializers.initial_values(initializer, tuple(shape))
+        value = np.asarray(value, dtype=np.float32)
         if value.shape != tuple(shape):
             raise ValueError(f"{self.context}: initializer of '{name}' returned shape "
                              f"{value.shape}, expected {tuple(shape)}")

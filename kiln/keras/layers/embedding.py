@@ -4,7 +4,7 @@ import warnings
 
 import numpy as np
 
-from ...graph.symbolic import apply
+from ...graph.symbolic import SymbolicTensor, apply, tracing
 from ...ops.embedding import EmbeddingOp
 from ...ops.masks import StepMaskOp
 from .. import constraints, initializers, regularizers
@@ -64,6 +64,37 @@ class Embedding(Layer):
     def index_limit(self):
         """The ids this layer reads are in [0, index_limit): the data adapters check them."""
         return self.input_dim
+
+    def __call__(self, *args, **kwargs):
+        if tracing and args and not isinstance(args[0], SymbolicTensor):
+            return self._rows_of_constant_ids(args[0])
+        return super().__call__(*args, **kwargs)
+
+    def _rows_of_constant_ids(self, ids):
+        """Called on constant ids inside another layer's call() (keras-io's
+        TokenAndPositionEmbedding: `self.pos_emb(ops.arange(0, maxlen, 1))`): the rows are
+        the table itself when the ids are every row in order, so the weight is returned and
+        the arithmetic that meets a tensor reads it as its broadcast operand (and trains it),
+        as the gather Keras runs would."""
+        array = np.asarray(ids)
+        if array.dtype.kind not in "iu" or array.ndim != 1:
+            raise TypeError(f"{self.context}: argument inputs must be a 1-D array of int ids "
+                            f"when the layer is called on constants inside a model, got "
+                            f"dtype {array.dtype} and shape {array.shape}")
+        if array.size and (array.min() < 0 or array.max() >= self.input_dim):
+            raise ValueError(f"{self.context}: argument inputs holds ids outside [0, "
+                             f"{self.input_dim}) (input_dim): {int(array.min())} to "
+                             f"{int(array.max())}")
+        if not self.built:
+            self.build(None)
+            self.built = True
+        if not np.array_equal(array, np.arange(self.input_dim)):
+            raise NotImplementedError(
+                f"{self.context}: called on constant ids inside a model, only all the table's "
+                f"rows in order (ops.arange(0, {self.input_dim})) are supported yet, got ids "
+                f"of shape {array.shape} from {int(array.min())} to {int(array.max())}")
+        self.embeddings.custom = True  # read with the dims of the arithmetic it meets
+        return self.embeddings
 
     def build(self, input_shape=None):
         if input_shape is not None and len(input_shape) != 2:

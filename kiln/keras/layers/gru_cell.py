@@ -1,7 +1,7 @@
 """GRUCell (`keras.layers.GRUCell`)."""
 
-from ...ops.recurrent import GRU as ENGINE_GRU
-from ...ops.recurrent import LBR_GRU
+from ...ops.recurrent_cells import GRU as ENGINE_GRU
+from ...ops.recurrent_cells import LBR_GRU
 from .recurrent_cell import _RecurrentCell
 
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ...ops.recurrent import LSTM as ENGINE_LSTM
+from ...ops.recurrent_cells import LSTM as ENGINE_LSTM
 from .recurrent_cell import _RecurrentCell
 
 

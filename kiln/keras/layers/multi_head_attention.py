@@ -99,9 +99,11 @@ class MultiHeadAttention(Layer):
 
     # -- the projections ----------------------------------------------------------------------
     def _projection(self, equation, output_shape, bias_axes, name):
+        # a fresh copy of each initializer, as Keras: an unseeded instance draws the same
+        # values on every call, and query, key and value would start equal
         layer = EinsumDense(equation, output_shape, bias_axes=bias_axes if self.use_bias
-                            else None, kernel_initializer=self.kernel_initializer,
-                            bias_initializer=self.bias_initializer,
+                            else None, kernel_initializer=_fresh(self.kernel_initializer),
+                            bias_initializer=_fresh(self.bias_initializer),
                             kernel_regularizer=self.kernel_regularizer,
                             bias_regularizer=self.bias_regularizer,
                             kernel_constraint=self.kernel_constraint,
@@ -215,3 +217,11 @@ class MultiHeadAttention(Layer):
                   "activity_regularizer": None if self._activity is None
                   else regularizers.serialize(self._activity), "seed": self.seed}
         return config
+
+
+def _fresh(initializer):
+    """A new instance from the initializer's config (Keras's `cls.from_config(get_config())`);
+    a plain function as it is."""
+    if isinstance(initializer, initializers.Initializer):
+        return type(initializer).from_config(initializer.get_config())
+    return initializer

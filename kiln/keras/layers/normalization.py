@@ -49,11 +49,11 @@ class Normalization(Layer):
         if self._constants is None:
             shape = () if axis is None else (self._features,)
             dims = NormalizationOp.statistics_dims(self._features)
-            self.adapt_mean = self.add_weight("mean", shape, initializers.zeros, *dims["mean"],
+            self.adapt_mean = self.add_weight("mean", shape, initializers.Zeros(), *dims["mean"],
                                               trainable=False)
-            self.adapt_variance = self.add_weight("variance", shape, initializers.ones,
+            self.adapt_variance = self.add_weight("variance", shape, initializers.Ones(),
                                                   *dims["variance"], trainable=False)
-            self.count = self.add_weight("count", (), initializers.zeros, *dims["count"],
+            self.count = self.add_weight("count", (), initializers.Zeros(), *dims["count"],
                                          trainable=False)
 
     def adapt(self, data):

@@ -1,6 +1,6 @@
 """SimpleRNNCell (`keras.layers.SimpleRNNCell`)."""
 
-from ...ops.recurrent import VANILLA_RNN
+from ...ops.recurrent_cells import VANILLA_RNN
 from .base_layer import unique_name
 from .recurrent_cell import _RecurrentCell
 

@@ -15,6 +15,7 @@ from ...graph import symbolic
 from . import nn
 from .comparisons import equal, greater, greater_equal, less, less_equal, not_equal, where
 from .convolution import conv
+from .creation import arange, linspace, tril, triu
 from .elementwise import (
     abs,
     absolute,
@@ -63,10 +64,25 @@ from .elementwise import (
     tanh,
     true_divide,
 )
+from .gathering import repeat, take, tile
 from .linear_algebra import dot, einsum, matmul, tensordot
 from .nn import log_softmax, softmax
 from .pooling import average_pool, max_pool
-from .reductions import amax, amin, argmax, argmin, logsumexp, max, mean, min, prod, std, sum, var
+from .reductions import (
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cumsum,
+    logsumexp,
+    max,
+    mean,
+    min,
+    prod,
+    std,
+    sum,
+    var,
+)
 from .shapes import (
     cast,
     concatenate,
@@ -91,15 +107,16 @@ symbolic.OPERATORS.update({"add": add, "subtract": subtract, "multiply": multipl
                            "greater": greater, "greater_equal": greater_equal, "less": less,
                            "less_equal": less_equal})
 
-__all__ = ["abs", "absolute", "add", "amax", "amin", "argmax", "argmin", "average_pool", "cast",
-           "ceil", "clip", "concatenate", "conv", "convert_to_tensor", "cos", "divide", "dot",
-           "einsum", "elu", "equal", "erf", "exp", "expand_dims", "expm1", "floor",
-           "floor_divide", "gelu", "getitem", "greater", "greater_equal", "hard_sigmoid",
-           "hard_silu", "hard_swish", "leaky_relu", "less", "less_equal", "log", "log1p",
-           "log_softmax", "logical_and", "logical_not", "logical_or", "logsumexp", "matmul",
-           "max", "max_pool", "maximum", "mean", "min", "minimum", "mod", "multiply", "negative",
-           "nn", "not_equal", "one_hot", "ones", "ones_like", "power", "prod", "relu", "relu6",
-           "reshape", "round", "rsqrt", "selu", "shape", "sigmoid", "sign", "silu", "sin", "slice",
-           "softmax", "softplus", "softsign", "split", "sqrt", "square", "squeeze", "stack",
-           "std", "subtract", "sum", "swish", "tanh", "tensordot", "transpose", "true_divide",
-           "var", "where", "zeros", "zeros_like"]
+__all__ = ["abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin", "average_pool",
+           "cast", "ceil", "clip", "concatenate", "conv", "convert_to_tensor", "cos", "cumsum",
+           "divide", "dot", "einsum", "elu", "equal", "erf", "exp", "expand_dims", "expm1",
+           "floor", "floor_divide", "gelu", "getitem", "greater", "greater_equal", "hard_sigmoid",
+           "hard_silu", "hard_swish", "leaky_relu", "less", "less_equal", "linspace", "log",
+           "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "logsumexp",
+           "matmul", "max", "max_pool", "maximum", "mean", "min", "minimum", "mod", "multiply",
+           "negative", "nn", "not_equal", "one_hot", "ones", "ones_like", "power", "prod", "relu",
+           "relu6", "repeat", "reshape", "round", "rsqrt", "selu", "shape", "sigmoid", "sign",
+           "silu", "sin", "slice", "softmax", "softplus", "softsign", "split", "sqrt", "square",
+           "squeeze", "stack", "std", "subtract", "sum", "swish", "take", "tanh", "tensordot",
+           "tile", "transpose", "tril", "triu", "true_divide", "var", "where", "zeros",
+           "zeros_like"]

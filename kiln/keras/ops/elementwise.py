@@ -3,6 +3,7 @@
 Inside a model:
     activations (relu, sigmoid, tanh, exp, gelu, ...)    the engine's ActivationOp
     abs, sqrt, log, square, negative, clip, x ** c       the engine's UnaryOp (oneDNN eltwise)
+    sin, cos, erf, round                                 ElementwiseMathOp (numba kernels)
     a tensor and a Python number (x * 2, 1 - x, x / 4)   UnaryOp (eltwise linear / pow / clip)
     two tensors or a tensor and a weight                 binary.py
 """
@@ -13,6 +14,7 @@ import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.activation import ActivationOp
+from ...ops.elementwise_math import ElementwiseMathOp
 from ...ops.eltwise import activation_name
 from ...ops.unary import UnaryOp
 from .binary import binary
@@ -200,14 +202,38 @@ logical_not = _eager_only("logical_not", np.logical_not)
 sign = _eager_only("sign", np.sign)
 floor = _eager_only("floor", np.floor, True)
 ceil = _eager_only("ceil", np.ceil, True)
-round = _eager_only("round", np.round)  # noqa: A001 (keras.ops.round)
 log1p = _eager_only("log1p", np.log1p, True)
 expm1 = _eager_only("expm1", np.expm1, True)
-sin = _eager_only("sin", np.sin, True)
-cos = _eager_only("cos", np.cos, True)
 mod = _eager_only("mod", np.mod)
 floor_divide = _eager_only("floor_divide", np.floor_divide)
-erf = _eager_only("erf", lambda x: _erf(np.asarray(x, np.float32)), True)
+
+
+def _kernel_math(name, eager):
+    """A keras.ops math function: numpy eagerly, the engine's ElementwiseMathOp in a model."""
+
+    def run(x):
+        if isinstance(x, SymbolicTensor):
+            return apply(ElementwiseMathOp(op_name(name), name), x)
+        array = keras_array(x)
+        return result(eager(array.astype(np.float32) if array.dtype.kind != "f" else array))
+
+    run.__name__ = name
+    return run
+
+
+sin = _kernel_math("sin", np.sin)
+cos = _kernel_math("cos", np.cos)
+erf = _kernel_math("erf", _erf)
+_round_half_to_even = _kernel_math("round", np.round)
+
+
+def round(x, decimals=0):  # noqa: A001 (keras.ops.round)
+    """Half to even, as numpy; in a model with decimals=0 (its gradient is zero)."""
+    if isinstance(x, SymbolicTensor):
+        if decimals != 0:
+            not_in_model("round", f"decimals={decimals!r} (0 only inside a model)")
+        return _round_half_to_even(x)
+    return result(np.round(keras_array(x), decimals))
 
 
 def rsqrt(x):

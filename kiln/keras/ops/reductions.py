@@ -12,7 +12,9 @@ no engine op yet and is refused by name.
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
+from ...ops.arg_reduction import ArgReductionOp
 from ...ops.axis_reduction import AxisReductionOp
+from ...ops.cumulative_sum import CumulativeSumOp
 from ...ops.global_pooling import GlobalPooling2DOp
 from ...ops.reshape import ReshapeOp
 from .core import (
@@ -122,7 +124,7 @@ logsumexp = _reduction("logsumexp", _logsumexp, float_result=True)
 def _arg(name, numpy_function):
     def run(x, axis=None, keepdims=False):
         if isinstance(x, SymbolicTensor):
-            not_in_model(name)
+            return _arg_symbolic(name, x, axis, keepdims)
         out = numpy_function(keras_array(x), axis=axis, keepdims=keepdims)
         return np.asarray(out).astype(np.int32)
 
@@ -130,5 +132,39 @@ def _arg(name, numpy_function):
     return run
 
 
+def _arg_symbolic(name, x, axis, keepdims):
+    """The index along one non-batch axis of a rank-2 or rank-3 tensor, as float32."""
+    if axis is None:
+        not_in_model(name, "axis=None (over the batch too)")
+    (axis,) = normalize_axes(axis, len(x.shape), name)
+    if axis == 0 or len(x.shape) > 3 or x.flattened:
+        not_in_model(name, f"axis {axis} of a tensor of shape {x.shape} (a non-batch axis of "
+                           "a rank-2 or rank-3 tensor)")
+    out = apply(ArgReductionOp(op_name(name), name, axis), x)
+    if keepdims:
+        return out
+    kept = [d for i, d in enumerate(out.shape) if i != axis]
+    if len(kept) < 2:
+        not_in_model(name, f"keepdims=False on shape {x.shape} (a result of one value per "
+                           "sample; use keepdims=True)")
+    return apply(ReshapeOp(op_name(name), tuple(kept[1:]), x.data_format, False), out)
+
+
 argmax = _arg("argmax", np.argmax)
 argmin = _arg("argmin", np.argmin)
+
+
+def cumsum(x, axis=None, dtype=None):
+    """The running sum along `axis` (a non-batch axis inside a model: CumulativeSumOp)."""
+    if isinstance(x, SymbolicTensor):
+        if dtype not in (None, "float32"):
+            not_in_model("cumsum", f"dtype {dtype!r} (tensors in a model are float32)")
+        if axis is None:
+            not_in_model("cumsum", "axis=None (it flattens the batch in with the rest)")
+        (axis,) = normalize_axes(axis, len(x.shape), "cumsum")
+        if axis == 0:
+            not_in_model("cumsum", "along the batch axis")
+        keras_axes_to_logical(x)  # refuses flattened tensors
+        return apply(CumulativeSumOp(op_name("cumsum"), axis), x)
+    out = np.cumsum(keras_array(x), axis=axis)
+    return result(out.astype(dtype) if dtype is not None else out)

@@ -95,6 +95,10 @@ def serialize_keras_object(obj):
         return {key: serialize_keras_object(value) for key, value in obj.items()}
     if isinstance(obj, types.FunctionType):
         return _serialize_function(obj)
+    from .. import initializers
+
+    if isinstance(obj, initializers.Initializer):
+        return initializers.serialize(obj)
     registered = _REGISTERED_NAMES.get(type(obj))
     if not hasattr(obj, "get_config"):
         raise TypeError(f"serialize_keras_object: cannot serialize {obj!r} of type "
@@ -219,6 +223,10 @@ def deserialize_keras_object(config, custom_objects=None, safe_mode=True, **kwar
         return optimizers.deserialize(config, custom_objects)
     if module.startswith("keras.losses"):
         return deserialize_loss(config, custom_objects)
+    if module.startswith("keras.initializers"):
+        from .. import initializers
+
+        return initializers.deserialize(config, custom_objects)
     if module.startswith("keras.metrics"):
         return deserialize_metric(config, custom_objects)
     return deserialize_layer(config, custom_objects, safe_mode, "deserialize_keras_object")
