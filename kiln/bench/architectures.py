@@ -170,3 +170,29 @@ def imdb_cnn(K):
     x = layers.Activation("relu")(layers.Dropout(0.2)(layers.Dense(250)(x)))
     outputs = layers.Activation("sigmoid")(layers.Dense(1)(x))
     return K.Model(inputs, outputs, name="imdb_cnn")
+
+
+# (vocabulary, sequence length, model width) of the Transformer encoder
+TRANSFORMER_SHAPE = (20000, 128, 256)
+
+
+def transformer_encoder(K, blocks=4, heads=4, feed_forward=1024, classes=2):
+    """A text classifier of post-norm Transformer encoder blocks, as keras.io's "Text
+    classification with Transformer" writes its TransformerBlock (without its dropouts, as
+    the other bench models): x = LayerNorm(x + MultiHeadAttention(x, x)), then
+    x = LayerNorm(x + Dense(width)(Dense(feed_forward, relu)(x))), epsilon 1e-6; 4 blocks of
+    width 256 and 4 heads over 128 tokens of a 20000-word Embedding, GlobalAveragePooling1D,
+    Dense(classes, softmax). No position embedding: positions would need ops.arange inside
+    the model, which kiln does not trace yet (the attention and its cost are the same)."""
+    vocabulary, length, width = TRANSFORMER_SHAPE
+    layers = K.layers
+    inputs = K.Input((length,), dtype="int32")
+    x = layers.Embedding(vocabulary, width)(inputs)
+    for _ in range(blocks):
+        attention = layers.MultiHeadAttention(num_heads=heads, key_dim=width // heads)(x, x)
+        x = layers.LayerNormalization(epsilon=1e-6)(layers.add([x, attention]))
+        y = layers.Dense(width)(layers.Dense(feed_forward, activation="relu")(x))
+        x = layers.LayerNormalization(epsilon=1e-6)(layers.add([x, y]))
+    x = layers.GlobalAveragePooling1D()(x)
+    outputs = layers.Dense(classes, activation="softmax")(x)
+    return K.Model(inputs, outputs, name="transformer_encoder")

@@ -99,18 +99,31 @@ def imdb_cnn(data_format=None):
     return _text_model(architectures.imdb_cnn(keras))
 
 
-def _text_model(model):
+def transformer_encoder(data_format=None):
+    """architectures.transformer_encoder: 4 post-norm blocks, width 256, 4 heads, feed-forward
+    1024, 128 tokens, a 2-class softmax with categorical cross-entropy; batch 32, Adam(1e-3)."""
+    keras.backend.clear_session()
+    return _text_model(architectures.transformer_encoder(keras), "categorical_crossentropy")
+
+
+SEQUENCE_LENGTHS = {"imdb_lstm": architectures.IMDB_RNN_SHAPE[1],
+                    "imdb_gru": architectures.IMDB_RNN_SHAPE[1],
+                    "imdb_cnn": architectures.IMDB_CNN_SHAPE[1],
+                    "transformer_encoder": architectures.TRANSFORMER_SHAPE[1]}
+
+
+def _text_model(model, loss="binary_crossentropy"):
     """(model, the token sequence's shape, batch 32), compiled as the examples compile."""
-    model.compile(loss="binary_crossentropy",
-                  optimizer=keras.optimizers.Adam(learning_rate=1e-3), metrics=["accuracy"])
-    return model, (architectures.IMDB_CNN_SHAPE[1] if model.name == "imdb_cnn"
-                   else architectures.IMDB_RNN_SHAPE[1],), 32
+    model.compile(loss=loss, optimizer=keras.optimizers.Adam(learning_rate=1e-3),
+                  metrics=["accuracy"])
+    return model, (SEQUENCE_LENGTHS[model.name],), 32
 
 
 MODELS = {"mnist_cnn": mnist_cnn, "cifar10_cnn": cifar10_cnn, "resnet20": resnet20,
           "mobilenet_v2": mobilenet_v2, "unet": unet, "imdb_lstm": imdb_lstm,
-          "imdb_gru": imdb_gru, "imdb_cnn": imdb_cnn}
-SEQUENCE_MODELS = ("imdb_lstm", "imdb_gru", "imdb_cnn")  # no data format: timed once
+          "imdb_gru": imdb_gru, "imdb_cnn": imdb_cnn, "transformer_encoder": transformer_encoder}
+# no data format: timed once
+SEQUENCE_MODELS = ("imdb_lstm", "imdb_gru", "imdb_cnn", "transformer_encoder")
 
 
 def built(name, data_format="channels_last"):
@@ -158,14 +171,34 @@ def _layer_forward_flops(layer, batch):
     return float(forward)
 
 
+def _attention_forward_flops(layer, batch):
+    """A MultiHeadAttention layer's self-attention over T steps of d features (query, key and
+    value the same tensor, output d features): (its four projections, the two batched
+    matmuls of the scores and of their weighted sum of the values)."""
+    _, steps, features = output_shape(layer)
+    heads, key_dim = layer.num_heads, layer.key_dim
+    value_dim = layer.value_dim or key_dim
+    projections = 2.0 * batch * steps * features * heads * (2 * key_dim + 2 * value_dim)
+    attention = 2.0 * batch * heads * steps * steps * (key_dim + value_dim)
+    return float(projections), float(attention)
+
+
 def forward_flops_per_layer(model, batch, with_input_gradient=False):
     """2 x multiply-adds of the forward pass of each conv, dense and recurrent layer of
     `model.layers`, in order (batch normalization, pooling, adds, activations and the gate
     arithmetic are not counted). With `with_input_gradient`, (flops, whether the layer's
     backward also computes its input's gradient: a weighted layer, e.g. an Embedding, comes
-    before it) pairs."""
+    before it) pairs. A MultiHeadAttention layer counts as two entries: its projections
+    and its attention products."""
     flops, weighted_before = [], False
     for layer in model.layers:
+        if type(layer).__name__ == "MultiHeadAttention":
+            # its batched matmuls always pass gradients to both operands (the projections)
+            projections, attention = _attention_forward_flops(layer, batch)
+            flops += ([(projections, weighted_before), (attention, True)]
+                      if with_input_gradient else [projections, attention])
+            weighted_before = True
+            continue
         forward = _layer_forward_flops(layer, batch)
         if forward is not None:
             flops.append((forward, weighted_before) if with_input_gradient else forward)

@@ -64,7 +64,7 @@ def keras_order_view(builder, memory, dims, data_format, flattened, view_dims, l
     `data_type` (no call when it already is), seen with `view_dims` over the same bytes."""
     plain = builder.reorder(memory, keras_layout(dims, data_format, flattened, data_type),
                             label, backward=backward)
-    return builder.keep(plain).view(MemoryDesc.with_tag(view_dims, data_type))
+    return plain.view(MemoryDesc.with_tag(view_dims, data_type))
 
 
 def in_type(builder, memory, data_type, dims, data_format, flattened, label, backward=False):
@@ -81,7 +81,7 @@ def in_type(builder, memory, data_type, dims, data_format, flattened, label, bac
 def tensor_view(builder, view_desc, dims, data_format, flattened):
     """A new buffer of layout `view_desc` and the same bytes seen as the tensor `dims` in
     Keras order: (buffer, tensor memory)."""
-    buffer = builder.keep(builder.allocate(view_desc))
+    buffer = builder.allocate(view_desc)
     return buffer, buffer.view(keras_layout(dims, data_format, flattened,
                                             view_desc.data_type))
 

@@ -167,15 +167,15 @@ class BatchedMatmulOp(Op):
 
     # -- forward and backward -------------------------------------------------------------
     def _plain(self, builder, memory, dims, label, backward=False):
-        """`memory` (logical `dims`, any layout) as Keras row-major bytes in a buffer that
-        keeps them (views of it stay valid: a plan input's buffer is swapped per step, and
-        liveness sharing may move a pooled one): a copy in forward, the gradient itself in
-        backward when already plain."""
+        """`memory` (logical `dims`, any layout) as Keras row-major bytes in a buffer of the
+        plan (a view of a plan input would not follow the buffer swapped in per step; a
+        pooled buffer moves together with its views when liveness shares bytes): a copy in
+        forward, the gradient itself in backward when already plain."""
         shape = keras_shape(dims, self.data_format)
         desc = (row_major(shape) if tuple(shape) == tuple(dims)
                 else keras_layout(dims, self.data_format, False, dnnl.f32))
         if backward:
-            plain = builder.keep(builder.reorder(memory, desc, label, backward=True))
+            plain = builder.reorder(memory, desc, label, backward=True)
         else:
             plain = copy_in_layout(builder, memory, desc, label)
         return plain.view(row_major(shape))
@@ -185,8 +185,7 @@ class BatchedMatmulOp(Op):
         dims = logical_dims(shape, self.data_format)
         if tuple(dims) == tuple(shape):
             return memory
-        return builder.keep(memory).view(keras_layout(dims, self.data_format, False,
-                                                      dnnl.f32))
+        return memory.view(keras_layout(dims, self.data_format, False, dnnl.f32))
 
     def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE):
         primitive = builder.primitive(*descriptor(
@@ -219,7 +218,7 @@ class BatchedMatmulOp(Op):
         if permutation == tuple(range(len(dims))):
             return self._plain(builder, memory, dims, label, backward)
         shape = permuted(keras_shape(dims, self.data_format), permutation)
-        target = builder.keep(builder.allocate(row_major(shape)))
+        target = builder.allocate(row_major(shape))
         copy(builder, memory, transposing_view(target, shape, permutation, dims,
                                                self._logical_axes(len(dims))), label, backward)
         return target
@@ -231,7 +230,7 @@ class BatchedMatmulOp(Op):
             return self._as_logical(builder, buffer, shape)
         back = inverse(permutation)
         target_shape = permuted(shape, back)
-        target = builder.keep(builder.allocate(row_major(target_shape)))
+        target = builder.allocate(row_major(target_shape))
         copy(builder, buffer, transposing_view(target, target_shape, back, shape,
                                                tuple(range(len(shape)))), label, backward=True)
         return self._as_logical(builder, target, target_shape)
@@ -292,7 +291,7 @@ class BatchedMatmulOp(Op):
         a = self._plain(builder, x.memory, x.dims, f"{self.name} input")
         a2 = a.view(row_major((rows, k)))
         w = builder.param(self.parameter_name, row_major((k, n)))
-        out = builder.keep(builder.allocate(row_major(out_shape)))
+        out = builder.allocate(row_major(out_shape))
         self._matmul(builder, a2, w, out.view(row_major((rows, n))) if out_shape != (rows, n)
                      else out, f"{self.name} forward", False)
         output = self._as_logical(builder, out, out_shape)
@@ -307,7 +306,7 @@ class BatchedMatmulOp(Op):
                              f"{self.name} backward weights", True)
             if not need_input_grad:
                 return None
-            grad = builder.keep(builder.allocate(row_major(shape)))  # dX = dY · Wᵀ
+            grad = builder.allocate(row_major(shape))  # dX = dY · Wᵀ
             self._matmul(builder, g2, w.view(transposed((k, n))),
                          grad.view(row_major((rows, k))), f"{self.name} backward data", True)
             return self._as_logical(builder, grad, shape)

@@ -137,9 +137,12 @@ class DropoutOp(Op):
         output = builder.allocate(source.desc)
         mask = np.zeros(source.desc.size // 4, dtype=np.uint8)
         scale = np.float32(1.0 / (1.0 - self.rate))
-        builder.add_forward(builder.kernel(
+        # Memory arguments (read at run time), not captured arrays: the input and output
+        # then share bytes with other buffers by liveness (attention's dropout runs on its
+        # (batch, heads, steps, steps) probabilities, the largest buffers of the step)
+        builder.add_forward(builder.memory_kernel(
             dropout_forward_kernel,
-            (source.as_array(), output.as_array(), mask, keep_threshold(self.rate), scale,
+            (source, output, mask, keep_threshold(self.rate), scale,
              self.counter, keep_scratch(CHUNK)), f"{self.name} forward"))
 
         def backward(output_grad):
@@ -148,8 +151,8 @@ class DropoutOp(Op):
             grad = builder.reorder(output_grad, source.desc, f"{self.name} gradient",
                                    backward=True)
             input_grad = builder.allocate(source.desc)
-            builder.add_backward(builder.kernel(
-                dropout_backward_kernel, (grad.as_array(), mask, input_grad.as_array(), scale),
+            builder.add_backward(builder.memory_kernel(
+                dropout_backward_kernel, (grad, mask, input_grad, scale),
                 f"{self.name} backward"))
             return input_grad
 

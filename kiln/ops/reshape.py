@@ -3,7 +3,8 @@ order (channels_last order for images in channels_last, channels_first order oth
 
 The input is reordered once into its plain Keras layout (a copy: a view of a plan input would
 not follow the input buffer the plan swaps in), and the output is that buffer seen with the new
-dims; the gradient comes back the same way. Those buffers keep their own bytes.
+dims; the gradient comes back the same way. Liveness moves those buffers together with their
+views.
 """
 
 import numpy as np
@@ -26,7 +27,7 @@ def keras_layout(dims, data_format, flattened, data_type):
 
 def copy_in_layout(builder, memory, desc, label):
     """`memory` reordered into `desc`, always into a new buffer of its own."""
-    target = builder.keep(builder.allocate(desc))
+    target = builder.allocate(desc)
     primitive = builder.primitive(*reorder_descriptor(memory.desc, desc))
     builder.add_forward(builder.bind(primitive, {dnnl.ARG_FROM: memory, dnnl.ARG_TO: target},
                                      label))
@@ -79,7 +80,7 @@ class ReshapeOp(Op):
                 return None
             grad = builder.reorder(output_grad, out_desc, f"{self.name} gradient to layout",
                                    backward=True)
-            input_grad = Memory(source_desc, builder.keep(grad).storage)
+            input_grad = Memory(source_desc, grad.storage)
             if not builder.writable(grad):
                 builder.share(input_grad)  # the same bytes are another consumer's too
             return input_grad

@@ -17,7 +17,7 @@ class Buffers:
 
     def __init__(self):
         self._pooled = []                # buffers finish() lays out by liveness
-        self._kept = set()               # id(Memory) of pooled buffers that keep their bytes
+        self._kept = {}                  # id -> Memory whose bytes stay (a view: its base)
         self._scratchpads = []           # every primitive's scratchpad Memory
         self._scratchpad_bytes = 0
         self._scratchpad_storage = aligned_bytes(64)
@@ -31,7 +31,7 @@ class Buffers:
 
     def keep(self, memory):
         """Give `memory` bytes of its own (a plan edge the user reads): never shared."""
-        self._kept.add(id(memory))
+        self._kept[id(memory)] = memory
         return memory
 
     def scratchpad(self, desc):
@@ -54,7 +54,8 @@ class Buffers:
             memory.storage = storage
             lib.dnnl_memory_set_data_handle(memory.handle, storage.ctypes.data)
         self._scratchpad_storage = storage
-        self.arena, before, after = share_buffers(self._pooled, self._kept, calls, kernel_type)
+        self.arena, before, after = share_buffers(self._pooled, self._kept.values(), calls,
+                                                     kernel_type)
         self._pooled = []
         return {"buffers": after + other_bytes + storage.nbytes,
                 "buffers_without_reuse": before + other_bytes + storage.nbytes,

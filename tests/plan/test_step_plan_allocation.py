@@ -28,11 +28,13 @@ def test_steps_allocate_no_buffers(mode):
 
 
 def test_a_kernel_reading_a_model_input_sees_each_new_batch():
-    """DropoutOp right on the input is a numba kernel that captured the input buffer when it
-    was planned: fit() must not re-point that buffer at the batch (it copies instead)."""
+    """DropoutOp right on the input is a numba kernel that reads the input's Memory at every
+    run (a MemoryKernelCall): fit() re-points that Memory at the batch, no copy, and the
+    kernel sees the new batch."""
     import numpy as np
 
     from kiln import keras
+    from kiln.binding.memory import aligned_bytes
     from kiln.keras import layers
 
     keras.initializers.set_random_seed(0)
@@ -44,12 +46,16 @@ def test_a_kernel_reading_a_model_input_sees_each_new_batch():
     x = rng.normal(size=(8, 6)).astype(np.float32)
     y = np.eye(2, dtype=np.float32)[rng.integers(0, 2, 8)]
     plan = model._plan(True, 8)
-    assert plan._copy_inputs
-    plan.use_input(np.zeros_like(x), y)
+    assert not plan._copy_inputs
+
+    def new_batch(values):  # a new aligned array, as the batch feeder hands over
+        batch = aligned_bytes(values.nbytes).view(np.float32).reshape(values.shape)
+        batch[...] = values
+        return batch
+
+    plan.use_input(new_batch(np.zeros_like(x)), y)
     zero_loss = float(plan.train_step()[0])
-    batch = np.empty_like(x)  # a new array, as the batch feeder hands over
-    batch[...] = 10 * x
-    plan.use_input(batch, y)
+    plan.use_input(new_batch(10 * x), y)
     assert float(plan.train_step()[0]) != zero_loss
 
 

@@ -19,6 +19,9 @@ def _model(keras, model, data_format):
                else architectures.imdb_rnn(keras, "LSTM" if model == "imdb_lstm" else "GRU"))
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
         loss = "binary_crossentropy"
+    elif model == "transformer_encoder":
+        net = architectures.transformer_encoder(keras)
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
     elif model == "resnet20":
         net = architectures.resnet20(keras, data_format)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)

@@ -115,3 +115,28 @@ def imdb_cnn(torch):
             return self.head(x)
 
     return TextCNN()
+
+
+def transformer_encoder(torch, blocks=4, heads=4, feed_forward=1024, classes=2):
+    """architectures.transformer_encoder: Embedding, nn.TransformerEncoderLayer blocks
+    (batch first, post-norm: norm_first=False, relu, dropout 0, LayerNorm eps 1e-6; its
+    attention is scaled_dot_product_attention), the mean over the tokens, Linear; logits out."""
+    from ..architectures import TRANSFORMER_SHAPE
+    nn = torch.nn
+    vocabulary, _, width = TRANSFORMER_SHAPE
+
+    class TextTransformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(vocabulary, width)
+            self.blocks = nn.Sequential(*[
+                nn.TransformerEncoderLayer(width, heads, feed_forward, dropout=0.0,
+                                           activation="relu", layer_norm_eps=1e-6,
+                                           batch_first=True, norm_first=False)
+                for _ in range(blocks)])
+            self.head = nn.Linear(width, classes)
+
+        def forward(self, tokens):
+            return self.head(self.blocks(self.embedding(tokens)).mean(dim=1))
+
+    return TextTransformer()

@@ -59,6 +59,8 @@ def _model(torch, model):
         return torch_models.imdb_rnn(torch, "LSTM" if model == "imdb_lstm" else "GRU")
     if model == "imdb_cnn":
         return torch_models.imdb_cnn(torch)
+    if model == "transformer_encoder":
+        return torch_models.transformer_encoder(torch)
     if model == "resnet20":
         return _resnet20(torch)
     if model == "mobilenet_v2":
@@ -88,8 +90,10 @@ def prepare(model, data_format, mode, precision, compile=False):
     x = torch.from_numpy(x_np)
     text = model in synthetic.TOKENS
     segmentation = model in synthetic.SEGMENTATION
-    if text:  # token ids index as int64; the label is a (batch, 1) 0/1 float
-        x, target = x.long(), torch.from_numpy(y_np)
+    classes = model in synthetic.TOKEN_CLASSES
+    if text:  # token ids index as int64; the label is a (batch, 1) 0/1 float or a class
+        x = x.long()
+        target = torch.from_numpy(y_np.argmax(1) if classes else y_np)
     else:
         target = torch.from_numpy(y_np if segmentation else y_np.argmax(1))
     if data_format == "channels_last" and not text:
@@ -102,7 +106,7 @@ def prepare(model, data_format, mode, precision, compile=False):
     else:
         optimizer = torch.optim.RMSprop(net.parameters(), lr=1e-4, alpha=0.9, eps=1e-7)
     # the models end in logits: the loss applies the softmax / sigmoid, fused, as kiln's does
-    loss_fn = torch.nn.BCEWithLogitsLoss() if segmentation or text \
+    loss_fn = torch.nn.BCEWithLogitsLoss() if segmentation or (text and not classes) \
         else torch.nn.CrossEntropyLoss()
     net.train(mode == "train")  # before compiling: a mode change would recompile
     if compile:

@@ -18,7 +18,7 @@ from ...ops.dropout import DropoutOp
 from .. import initializers, ops, regularizers
 from ..ops.einsum_pairs import pair_einsum
 from . import attention_masks
-from .base_layer import Layer, is_integer
+from .base_layer import Layer, is_integer, unique_name
 from .einsum_dense import EinsumDense
 
 
@@ -126,6 +126,11 @@ class MultiHeadAttention(Layer):
         self.output_dense = self._projection("abcd,cde->abe", (None, units), "e",
                                              "attention_output")
         self._attention_axes = (1,)
+        # Keras builds a Softmax and a Dropout sublayer here, whatever the rate, and they take
+        # the automatic names "softmax" and "dropout": a Dropout made after the first
+        # MultiHeadAttention is named "dropout_1" in Keras, and must be here too.
+        unique_name("Softmax")
+        unique_name("Dropout")
         if self.dropout > 0:
             seed = self.seed
             if seed is None:
