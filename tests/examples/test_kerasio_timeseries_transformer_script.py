@@ -46,6 +46,8 @@ from keras2_scripts import (  # noqa: E402
 )
 from keras_oracle import real_keras  # noqa: E402
 
+from kiln.keras import backend as kiln_backend  # noqa: E402
+
 KERASIO_SCRIPTS = Path(__file__).resolve().parent / "kerasio"
 NAME = "timeseries_classification_transformer"
 ROOT_URL = "https://raw.githubusercontent.com/hfawaz/cd-diagram/master/FordA/"
@@ -100,6 +102,7 @@ def keras_copy(namespace):
 
 def test_timeseries_classification_transformer(ford_a, capsys):
     labels, requested = ford_a
+    kiln_backend.clear_session()  # layer names start afresh, as in a new process (and Keras's)
     namespace = run_script(NAME, [("    epochs=200,", f"    epochs={EPOCHS},")],
                            KERASIO_SCRIPTS)
     out = capsys.readouterr().out
