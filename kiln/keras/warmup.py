@@ -162,6 +162,11 @@ def _warm_up_recurrent():
                         LSTM(3, dropout=0.2, recurrent_dropout=0.2),
                         Dense(2, activation="softmax")])
     _fit(model, ids, y, "categorical_crossentropy")
+    # input dropout alone: one mask over the steps, shared by the gates (sequence_dropout.py)
+    # (after a Dense, so the dropout's backward is planned too)
+    model = Sequential([Dense(2, input_shape=(3, 2)), GRU(3, dropout=0.2),
+                        Dense(2, activation="softmax")])
+    _fit(model, x, y, "categorical_crossentropy")
 
 
 def _warm_up_augmentation(model, x, y):
