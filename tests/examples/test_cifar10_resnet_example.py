@@ -17,8 +17,8 @@ close to their initial values, so the inference-mode test accuracy is near chanc
 With the example's augmentation, l2(1e-4) penalties (in the reported loss) and callbacks, seed
 0: the median loss of the second half of the epoch is 0.15 below the mean of the first three
 steps for v2 (0.22 before the initializers drew Keras-JAX's values), 1.04 for v1 (bound 0.1;
-a model that does not learn stays within a few hundredths of its start; without augmentation and penalties, seeds 0-4 gave
-0.23-0.47 for v2 and 0.69-2.75 for v1). The two runs take about
+a model that does not learn stays within a few hundredths of its start; without augmentation
+and penalties, seeds 0-4 gave 0.23-0.47 for v2 and 0.69-2.75 for v1). The two runs take about
 10 s on two idle cores (steps of 80-125 ms), 40-55 s while other jobs load them.
 """
 
