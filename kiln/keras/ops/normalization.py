@@ -44,17 +44,19 @@ def _model_axes(function, x, axis):
 def _fusable(function, weights, x, axes):
     """The short names of the weights (None where absent or not fusable) and the op name:
     weights of one layer, each with one value per normalized position, become the op's
-    parameters; anything else is applied afterwards."""
+    parameters; anything else is applied afterwards (then beta too: gamma scales first)."""
     count = int(np.prod([x.shape[a] for a in axes]))
     owners = {w.path.rsplit("/", 1)[0] for w in weights if isinstance(w, Weight)}
+    fits = [isinstance(w, Weight) and len(owners) == 1 and count > 1
+            and int(np.prod(w.shape or (1,))) == count for w in weights]
+    if weights[0] is not None and not fits[0]:
+        fits = [False] * len(weights)
     names = []
-    for w in weights:
-        fits = (isinstance(w, Weight) and len(owners) == 1
-                and int(np.prod(w.shape or (1,))) == count and count > 1)
-        if fits:
+    for w, fit in zip(weights, fits, strict=True):
+        if fit:
             bind_dims(w, (count,), dnnl.a, where())
-        names.append(w.path.rsplit("/", 1)[1] if fits else None)
-    owner = owners.pop() if len(owners) == 1 and any(names) else op_name(function)
+        names.append(w.path.rsplit("/", 1)[1] if fit else None)
+    owner = owners.pop() if any(fits) else op_name(function)
     return names, owner
 
 

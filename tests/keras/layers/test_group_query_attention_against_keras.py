@@ -36,7 +36,8 @@ def self_attention(query_heads, kv_heads):
 def test_grouped_and_multi_query_attention_weights_predict_and_train_as_keras(query_heads,
                                                                             kv_heads):
     kiln_model, _ = check_against_keras(self_attention(query_heads, kv_heads), train=False)
-    check_training_as_keras(self_attention(query_heads, kv_heads))
+    if kv_heads > 1:  # Adam: test_cross_attention_..., test_padding_masks_and_causal_...
+        check_training_as_keras(self_attention(query_heads, kv_heads), ("sgd",))
     gqa = kiln_model.get_layer("gqa")
     assert [(w.path, tuple(w.shape)) for w in gqa.weights] == [
         ("gqa/query/kernel", (6, query_heads, 3)), ("gqa/query/bias", (query_heads, 3)),
