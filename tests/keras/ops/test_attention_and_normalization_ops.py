@@ -62,6 +62,11 @@ def attention_model(kv_heads, mode):
     (B, T, N, H) tensors: grouped heads, query and key of different lengths, masks."""
     def build(K):
         class Attend(K.layers.Layer):
+            def build(self, input_shapes):
+                if mode == "constant mask":  # and a trainable bias of the scores
+                    self.bias = self.add_weight(shape=(1, 4, 4, 6), name="bias",
+                                                initializer="random_normal")
+
             def call(self, inputs):
                 query, key, value = inputs[:3]
                 if mode == "causal":
@@ -71,7 +76,7 @@ def attention_model(kv_heads, mode):
                     return K.ops.dot_product_attention(query, key, value, mask=mask)
                 constant = np.tril(np.ones((4, 6), dtype=bool), 1)
                 return K.ops.nn.dot_product_attention(query, key, value, mask=constant,
-                                                      scale=0.4)
+                                                      bias=self.bias, scale=0.4)
 
         query_in, memory = K.Input((4, 6)), K.Input((6, 5))
         inputs = [query_in, memory]
@@ -99,7 +104,7 @@ def test_dot_product_attention_in_a_model_predicts_and_trains_as_keras(kv_heads,
         mask = RNG.random((6, 1, 4, 6)).astype(np.float32)
         mask[0, 0, 1] = 0.0  # a row masked everywhere: uniform, as Keras's fused attention
         inputs.append(mask)
-    optimizers = ("sgd", "adam") if mode == "causal" else ("sgd",)
+    optimizers = ("adam",) if mode == "causal" else ("sgd",)
     check_against_keras(attention_model(kv_heads, mode), inputs=inputs, optimizers=optimizers,
                         steps=1)
 
@@ -132,7 +137,7 @@ def normalization_model(kind):
 
 @pytest.mark.parametrize("kind", ["layer", "layer axis 1", "layer constant gamma", "rms"])
 def test_normalizations_in_a_model_train_their_weights_as_keras(kind):
-    optimizers = ("sgd", "adam") if kind == "layer" else ("sgd",)
+    optimizers = ("adam",) if kind == "layer" else ("sgd",)
     kiln_model, _ = check_against_keras(normalization_model(kind), optimizers=optimizers,
                                         steps=1)
     assert [w.path for w in kiln_model.get_layer("normalize").trainable_weights] == [
