@@ -191,13 +191,26 @@ def test_bad_arguments_and_inputs_name_the_layer_and_the_argument():
 
 def test_flash_attention_computes_the_same_result():
     x = np.random.default_rng(1).standard_normal((2, 5, 6)).astype(np.float32)
-    outputs = []
+    models = []
     for flash in (None, True):
         inputs = kk.Input((5, 6))
         layer = kk.layers.GroupQueryAttention(3, 4, 2, flash_attention=flash)
-        model = kk.Model(inputs, layer(inputs, inputs))
-        if outputs:
-            model.set_weights(first.get_weights())
-        first = model if not outputs else first
-        outputs.append(model.predict(x, verbose=0))
-    np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-6, atol=1e-7)
+        models.append(kk.Model(inputs, layer(inputs, inputs)))
+    models[1].set_weights(models[0].get_weights())
+    np.testing.assert_allclose(models[1].predict(x, verbose=0),
+                               models[0].predict(x, verbose=0), rtol=1e-6, atol=1e-7)
+
+
+def test_a_keras_file_saved_by_keras_loads_and_predicts_the_same(tmp_path):
+    kiln_model, keras_model, x = build_pair(self_attention(4, 2))
+    path = str(tmp_path / "gqa.keras")
+    keras_model.save(path)
+    loaded = kk.models.load_model(path)
+    assert [w.path for w in loaded.weights] == [w.path for w in kiln_model.weights]
+    np.testing.assert_allclose(loaded.predict(x, verbose=0),
+                               np.asarray(keras_model.predict(x, verbose=0)), rtol=1e-4,
+                               atol=1e-6)
+    again = str(tmp_path / "again.keras")
+    loaded.save(again)
+    np.testing.assert_allclose(kk.models.load_model(again).predict(x, verbose=0),
+                               loaded.predict(x, verbose=0), rtol=1e-6)
