@@ -16,6 +16,8 @@ rows masked everywhere, and the layer picks the one Keras picks.
 
 import math
 
+import numpy as np
+
 from ...graph.symbolic import SymbolicTensor
 from ...ops.dropout import DropoutOp
 from .. import initializers, ops, regularizers
@@ -29,8 +31,9 @@ class GroupedQueryAttention(Layer):
     """Args: head_dim, num_query_heads, num_key_value_heads (divides num_query_heads),
     dropout, use_bias, flash_attention (accepted: the same result, kiln has no flash path),
     kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
-    activity_regularizer, kernel_constraint, bias_constraint, seed. Not yet: sliding_window,
-    use_gate.
+    activity_regularizer, kernel_constraint, bias_constraint, seed, sliding_window (query step
+    i attends to key steps j with |i - j| < sliding_window), use_gate (a sigmoid gate, a
+    projection of the query, multiplies the attention before its output projection).
 
     Call arguments: query (B, T, dim), value (B, S, dim), key (B, S, dim_k; default value),
     query_mask (B, T), value_mask / key_mask (B, S) (default: the inputs' Keras masks),
@@ -57,11 +60,9 @@ class GroupedQueryAttention(Layer):
         if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
             raise ValueError(f"{self.context}: argument dropout must be a float in [0, 1), "
                              f"got {dropout!r}")
-        for argument, value in (("sliding_window", sliding_window), ("use_gate", use_gate)):
-            if value is not None and value is not False:
-                raise NotImplementedError(f"{self.context}: argument {argument} is not "
-                                          f"supported yet, expected None or False, got "
-                                          f"{value!r}")
+        if sliding_window is not None and not _positive_int(sliding_window):
+            raise ValueError(f"{self.context}: argument sliding_window must be None or a "
+                             f"positive int, got {sliding_window!r}")
         if flash_attention and dropout > 0:  # Keras's own refusal
             raise ValueError(f"{self.context}: argument dropout must be 0.0 with "
                              f"flash_attention=True (Keras has no dropout in flash attention), "
@@ -70,6 +71,7 @@ class GroupedQueryAttention(Layer):
         self.num_key_value_heads = int(num_key_value_heads)
         self.num_repeats = self.num_query_heads // self.num_key_value_heads
         self.dropout, self.use_bias, self.seed = float(dropout), bool(use_bias), seed
+        self.sliding_window, self.use_gate = sliding_window, bool(use_gate)
         self._flash_attention = flash_attention
         self.kernel_initializer = initializers.get(kernel_initializer, self.context,
                                                    "kernel_initializer")
@@ -83,10 +85,11 @@ class GroupedQueryAttention(Layer):
         self._dropout_op = None
 
     # -- the projections ----------------------------------------------------------------------
-    def _projection(self, equation, output_shape, bias_axes, name):
+    def _projection(self, equation, output_shape, bias_axes, name, activation=None):
         # a fresh copy of each initializer, as Keras (query, key and value must differ)
-        layer = EinsumDense(equation, output_shape, bias_axes=bias_axes if self.use_bias
-                            else None, kernel_initializer=_fresh(self.kernel_initializer),
+        layer = EinsumDense(equation, output_shape, activation=activation,
+                            bias_axes=bias_axes if self.use_bias else None,
+                            kernel_initializer=_fresh(self.kernel_initializer),
                             bias_initializer=_fresh(self.bias_initializer),
                             kernel_regularizer=self.kernel_regularizer,
                             bias_regularizer=self.bias_regularizer,
@@ -104,6 +107,9 @@ class GroupedQueryAttention(Layer):
         kv_heads = (None, self.num_key_value_heads, self.head_dim)
         self._query_dense = self._projection("bqm,muh->bquh", query_heads, "uh", "query")
         self._key_dense = self._projection("bkm,mvh->bkvh", kv_heads, "vh", "key")
+        if self.use_gate:  # built between key and value, as Keras orders the weights
+            self._gate_dense = self._projection("bqm,muh->bquh", query_heads, "uh", "gate",
+                                                activation="sigmoid")
         self._value_dense = self._projection("bkm,mvh->bkvh", kv_heads, "vh", "value")
         self.feature_dim = query_shape[-1]
         self._output_dense = self._projection("bquh,uhm->bqm", (None, self.feature_dim), "m",
@@ -172,8 +178,8 @@ class GroupedQueryAttention(Layer):
                                                       value_mask, key_mask), user_mask)
         if mask is not None:
             mask = ops.expand_dims(mask, 1)  # broadcast over the heads
-        causal = (attention.causal_triangle(query.shape[1], value.shape[1])
-                  if use_causal_mask else None)
+        causal = self._constant_mask(query.shape[1], value.shape[1], use_causal_mask)
+        gate = self._gate_dense(query) if self.use_gate else None
         q = self._query_dense(query)
         k = self._key_dense(value if key is None else key)
         v = self._value_dense(value)
@@ -188,11 +194,21 @@ class GroupedQueryAttention(Layer):
             fill=attention.FUSED_LARGE_NEGATIVE if fused
             else attention.SOFTMAX_LARGE_NEGATIVE, zero_masked=not fused,
             dropout=self._dropout_op)
-        output = self._output_dense(output)
+        output = self._output_dense(output if gate is None else ops.multiply(output, gate))
         self._returns_scores = bool(return_attention_scores)
         if return_attention_scores:
             return output, probabilities
         return output
+
+    def _constant_mask(self, query_length, value_length, use_causal_mask):
+        """The causal triangle and the sliding window's band |i - j| < w, ANDed, or None."""
+        mask = attention.causal_triangle(query_length, value_length) if use_causal_mask \
+            else None
+        if self.sliding_window is not None:
+            distance = np.abs(np.arange(query_length)[:, None] - np.arange(value_length))
+            band = (distance < self.sliding_window).astype(np.float32)
+            mask = band if mask is None else mask * band
+        return mask
 
     def compute_mask(self, inputs, previous_mask):
         """The query's mask on the output (not on the scores), as Keras."""
@@ -205,7 +221,8 @@ class GroupedQueryAttention(Layer):
         return {**super().get_config(), "head_dim": self.head_dim,
                 "num_query_heads": self.num_query_heads,
                 "num_key_value_heads": self.num_key_value_heads, "use_bias": self.use_bias,
-                "use_gate": False, "sliding_window": None, "dropout": self.dropout,
+                "use_gate": self.use_gate, "sliding_window": self.sliding_window,
+                "dropout": self.dropout,
                 **self.weight_regularization_config(),
                 "activity_regularizer": None if self._activity is None
                 else regularizers.serialize(self._activity), "seed": self.seed}

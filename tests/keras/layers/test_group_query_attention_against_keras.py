@@ -32,12 +32,10 @@ def self_attention(query_heads, kv_heads):
     return build
 
 
-@pytest.mark.parametrize("query_heads, kv_heads", [(4, 2), (2, 1)])
-def test_grouped_and_multi_query_attention_weights_predict_and_train_as_keras(query_heads,
-                                                                            kv_heads):
+def test_grouped_query_attention_weights_predict_and_train_as_keras():
+    query_heads, kv_heads = 4, 2  # multi-query (1 key / value head): the causal test
     kiln_model, _ = check_against_keras(self_attention(query_heads, kv_heads), train=False)
-    if kv_heads > 1:  # Adam: test_cross_attention_..., test_padding_masks_and_causal_...
-        check_training_as_keras(self_attention(query_heads, kv_heads), ("sgd",))
+    check_training_as_keras(self_attention(query_heads, kv_heads), ("sgd",))
     gqa = kiln_model.get_layer("gqa")
     assert [(w.path, tuple(w.shape)) for w in gqa.weights] == [
         ("gqa/query/kernel", (6, query_heads, 3)), ("gqa/query/bias", (query_heads, 3)),
@@ -63,7 +61,7 @@ def test_cross_attention_with_an_attention_mask_as_keras():
     mask[0, 2] = 0.0  # Keras's fused attention: a row masked everywhere is uniform
     inputs = [rng.standard_normal((6, *shape)).astype(np.float32)
               for shape in ((4, 6), (7, 6), (7, 3))] + [mask]
-    check_against_keras(cross_attention, inputs=inputs, optimizers=("sgd", "adam"), steps=1)
+    check_against_keras(cross_attention, inputs=inputs, optimizers=("adam",), steps=1)
 
 
 def padded_model(causal):
@@ -77,11 +75,9 @@ def padded_model(causal):
     return build
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_padding_masks_and_causal_as_keras(causal):
-    check_against_keras(padded_model(causal), inputs=PADDED, train=False)
-    check_training_as_keras(padded_model(causal), ("adam",) if causal else ("sgd",),
-                            inputs=PADDED)
+def test_padding_masks_and_causal_as_keras():
+    check_against_keras(padded_model(True), inputs=PADDED, train=False)
+    check_training_as_keras(padded_model(True), ("sgd",), inputs=PADDED)
 
 
 def test_causal_alone_as_keras_later_steps_do_not_move_earlier_ones():
@@ -97,6 +93,32 @@ def test_causal_alone_as_keras_later_steps_do_not_move_earlier_ones():
     later[:, 3:] += 1.0
     np.testing.assert_allclose(kiln_model.predict(later, verbose=0)[:, :12],
                                kiln_model.predict(x, verbose=0)[:, :12], rtol=1e-5, atol=1e-6)
+
+
+def gated_window_model(causal):
+    def build(K):
+        inputs = K.Input((6, 4))
+        x = K.layers.GroupQueryAttention(2, 4, 2, use_gate=True, sliding_window=2,
+                                         name="gqa")(inputs, inputs, use_causal_mask=causal)
+        x = K.layers.Flatten()(x)
+        return K.Model(inputs, K.layers.Dense(3, activation="softmax")(x))
+
+    return build
+
+
+def test_use_gate_and_sliding_window_as_keras():
+    causal = False  # the causal triangle ANDs with the band as with any mask
+    kiln_model, _ = check_against_keras(gated_window_model(causal), optimizers=("sgd",),
+                                        steps=1)
+    assert [w.path for w in kiln_model.get_layer("gqa").weights][4:6] == [
+        "gqa/gate/kernel", "gqa/gate/bias"]
+    # step 0 sees steps 0 and 1 only (|i - j| < 2), causal: step 0 only
+    x = np.random.default_rng(0).standard_normal((2, 6, 4)).astype(np.float32)
+    probe = kk.Model(kiln_model.input, kiln_model.get_layer("gqa").output)
+    later = x.copy()
+    later[:, 1 if causal else 2:] += 1.0
+    np.testing.assert_allclose(probe.predict(later, verbose=0)[:, 0],
+                               probe.predict(x, verbose=0)[:, 0], rtol=1e-5, atol=1e-6)
 
 
 def scores_model(K):
@@ -142,7 +164,7 @@ def test_dropout_changes_training_not_inference():
 def test_get_config_as_keras_and_round_trip():
     keras = real_keras()
     arguments = dict(head_dim=3, num_query_heads=4, num_key_value_heads=2, dropout=0.1,
-                     use_bias=False, seed=5, name="gqa")
+                     use_bias=False, use_gate=True, sliding_window=3, seed=5, name="gqa")
     kiln_layer = kk.layers.GroupQueryAttention(**arguments)
     keras_layer = keras.layers.GroupQueryAttention(**arguments)
     kiln_layer(kk.Input((5, 6)), kk.Input((5, 6)))
@@ -171,8 +193,9 @@ def test_bad_arguments_and_inputs_name_the_layer_and_the_argument():
                   flash_attention=True), "dropout must be 0.0 with flash_attention")):
         with pytest.raises(ValueError, match=f"{context}: argument {match}"):
             kk.layers.GroupQueryAttention(name="gqa", **arguments)
-    with pytest.raises(NotImplementedError, match=f"{context}: argument sliding_window"):
-        kk.layers.GroupQueryAttention(4, 2, 1, sliding_window=3, name="gqa")
+    with pytest.raises(ValueError, match=f"{context}: argument sliding_window must be None "
+                                         "or a positive int, got 0"):
+        kk.layers.GroupQueryAttention(4, 2, 1, sliding_window=0, name="gqa")
     query, value = kk.Input((5, 6)), kk.Input((7, 6))
     with pytest.raises(ValueError, match=rf"{context}: argument attention_mask.*\(None, 5, 7\)"):
         kk.layers.GroupQueryAttention(4, 2, 1, name="gqa")(query, value,
