@@ -200,5 +200,14 @@ def dot_product_attention(query, key, value, bias=None, mask=None, scale=None,
     scale = 1.0 / math.sqrt(dim) if scale is None else float(scale)
     bias = None if bias is None else keras_array(bias).astype(np.float32)
     mask = None if mask is None else keras_array(mask)
+    scores = (query.shape[0], query.shape[2], query.shape[1], key.shape[1])
+    for argument, array in (("bias", bias), ("mask", mask)):
+        try:
+            if array is not None and np.broadcast_shapes(array.shape, scores) != scores:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"{where()}: keras.ops.dot_product_attention argument {argument} "
+                             f"must broadcast to the scores' shape (B, N, T, S) = {scores}, "
+                             f"got shape {array.shape}") from None
     return result(_eager_attention(query, key, value, bias, mask, scale, is_causal))
 

@@ -63,20 +63,20 @@ def attention_model(kv_heads, mode):
     def build(K):
         class Attend(K.layers.Layer):
             def build(self, input_shapes):
-                if mode == "constant mask":  # and a trainable bias of the scores
+                if mode == "causal, constant mask, bias":
                     self.bias = self.add_weight(shape=(1, 4, 4, 6), name="bias",
                                                 initializer="random_normal")
 
             def call(self, inputs):
                 query, key, value = inputs[:3]
-                if mode == "causal":
-                    return K.ops.dot_product_attention(query, key, value, is_causal=True)
                 if mode == "tensor mask":
                     mask = K.ops.greater(inputs[3], 0.5)
                     return K.ops.dot_product_attention(query, key, value, mask=mask)
+                # a constant mask with the causal one, a trainable bias
                 constant = np.tril(np.ones((4, 6), dtype=bool), 1)
                 return K.ops.nn.dot_product_attention(query, key, value, mask=constant,
-                                                      bias=self.bias, scale=0.4)
+                                                      bias=self.bias, scale=0.4,
+                                                      is_causal=True)
 
         query_in, memory = K.Input((4, 6)), K.Input((6, 5))
         inputs = [query_in, memory]
@@ -96,52 +96,63 @@ def attention_model(kv_heads, mode):
     return build
 
 
-@pytest.mark.parametrize("kv_heads, mode", [(2, "causal"), (1, "tensor mask"),
-                                            (4, "constant mask")])
+@pytest.mark.parametrize("kv_heads, mode", [(2, "causal, constant mask, bias"),
+                                            (1, "tensor mask")])
 def test_dot_product_attention_in_a_model_predicts_and_trains_as_keras(kv_heads, mode):
     inputs = _arrays((6, 4, 6), (6, 6, 5))
     if mode == "tensor mask":
         mask = RNG.random((6, 1, 4, 6)).astype(np.float32)
         mask[0, 0, 1] = 0.0  # a row masked everywhere: uniform, as Keras's fused attention
         inputs.append(mask)
-    optimizers = ("adam",) if mode == "causal" else ("sgd",)
+    optimizers = ("sgd",) if mode == "tensor mask" else ("adam",)
     check_against_keras(attention_model(kv_heads, mode), inputs=inputs, optimizers=optimizers,
                         steps=1)
 
 
-def normalization_model(kind):
+def normalization_model(kinds):
+    """A custom layer per kind, each calling a normalization op on its own weights."""
     def build(K):
         class Normalize(K.layers.Layer):
+            def __init__(self, kind, **kwargs):
+                super().__init__(**kwargs)
+                self.kind = kind
+
             def build(self, input_shape):
-                axes = (input_shape[1],) if kind == "layer axis 1" else (input_shape[-1],)
+                axes = (input_shape[1],) if self.kind == "layer axis 1" else (input_shape[-1],)
                 self.g = self.add_weight(shape=axes, initializer="random_normal", name="g")
                 self.b = self.add_weight(shape=axes, initializer="random_normal", name="b")
 
             def call(self, x):
-                if kind == "layer":
+                if self.kind == "layer":
                     return K.ops.layer_normalization(x, self.g, self.b, epsilon=1e-5)
-                if kind == "layer axis 1":
+                if self.kind == "layer axis 1":
                     return K.ops.layer_normalization(x, gamma=self.g, beta=self.b, axis=1)
-                if kind == "layer constant gamma":
+                if self.kind == "layer constant gamma":
                     return K.ops.layer_normalization(x, np.linspace(0.5, 2, 8), self.b)
+                if self.kind == "layer rms_scaling":  # Keras's deprecated flag: no beta
+                    return K.ops.layer_normalization(x, self.g, rms_scaling=True) + self.b
                 return K.ops.rms_normalization(x, scale=self.g) + self.b
 
         inputs = K.Input((5, 8))
         x = K.layers.Dense(8, name="dense")(inputs)
-        x = Normalize(name="normalize")(x)
+        for index, kind in enumerate(kinds):
+            x = Normalize(kind, name=f"normalize_{index}")(x)
         x = K.layers.Flatten()(x)
         return K.Model(inputs, K.layers.Dense(3, activation="softmax", name="classes")(x))
 
     return build
 
 
-@pytest.mark.parametrize("kind", ["layer", "layer axis 1", "layer constant gamma", "rms"])
-def test_normalizations_in_a_model_train_their_weights_as_keras(kind):
-    optimizers = ("adam",) if kind == "layer" else ("sgd",)
-    kiln_model, _ = check_against_keras(normalization_model(kind), optimizers=optimizers,
+@pytest.mark.filterwarnings("ignore:You passed `rms_scaling=True`")
+@pytest.mark.parametrize("kinds, optimizer", [
+    (("layer", "layer rms_scaling", "rms"), "adam"),
+    (("layer axis 1", "layer constant gamma"), "sgd")])
+def test_normalizations_in_a_model_train_their_weights_as_keras(kinds, optimizer):
+    kiln_model, _ = check_against_keras(normalization_model(kinds), optimizers=(optimizer,),
                                         steps=1)
-    assert [w.path for w in kiln_model.get_layer("normalize").trainable_weights] == [
-        "normalize/g", "normalize/b"]
+    for index in range(len(kinds)):
+        assert [w.path for w in kiln_model.get_layer(f"normalize_{index}").trainable_weights] \
+            == [f"normalize_{index}/g", f"normalize_{index}/b"]
 
 
 # -- bad input --------------------------------------------------------------------------------
@@ -152,6 +163,10 @@ def test_bad_input_names_the_op_and_the_argument():
     with pytest.raises(ValueError, match="4 heads of argument query must be a multiple of "
                                          "the 3 heads of key"):
         kk.ops.dot_product_attention(query, key, value)
+    with pytest.raises(ValueError, match=r"argument mask must broadcast to the scores' shape "
+                                         r"\(B, N, T, S\) = \(2, 4, 3, 6\), got shape \(3, 3\)"):
+        kk.ops.dot_product_attention(query, key[:, :, :2], value[:, :, :2],
+                                     mask=np.ones((3, 3), bool))
     with pytest.raises(ValueError, match="arguments key and value must be"):
         kk.ops.dot_product_attention(query, key[:, :, :2], value[:, :4, :2])
 
