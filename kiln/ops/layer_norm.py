@@ -35,33 +35,40 @@ from .tensor import CHANNELS_LAST, keras_shape
 
 
 def layer_norm_op(name, axes, epsilon=1e-3, center=True, scale=True, rms_scaling=False,
-                  data_format=CHANNELS_LAST, flattened=False, rank=None):
+                  data_format=CHANNELS_LAST, flattened=False, rank=None,
+                  weight_names=("gamma", "beta")):
     """The op of a LayerNormalization over Keras axes `axes` (sorted, positive) of an input
-    of rank `rank`: oneDNN when they are the trailing axes and y is centred, else numba."""
+    of rank `rank`: oneDNN when they are the trailing axes and y is centred, else numba.
+    `weight_names`: the short names of gamma and beta (keras.ops.layer_normalization reads
+    the calling layer's weights, whatever it named them; None: no such weight)."""
+    gamma, beta = weight_names
     if rms_scaling:
         # Keras 3: x * rsqrt(var + eps) * gamma, no beta (its deprecated rms_scaling)
         return AxisNormalizationOp(
             name, "LayerNormalization", lambda shape: layer_view(
                 shape, axes, f"LayerNormalization '{name}'"),
-            kernels.VARIANCE_SCALED, epsilon, ("gamma", None), data_format, flattened)
+            kernels.VARIANCE_SCALED, epsilon, (gamma, None), data_format, flattened)
     if axes[-1] == rank - 1:
-        return LayerNormOp(name, axes, epsilon, center, scale, data_format, flattened)
+        return LayerNormOp(name, axes, epsilon, center, scale, data_format, flattened,
+                           weight_names)
     return AxisNormalizationOp(
         name, "LayerNormalization", lambda shape: layer_view(
             shape, axes, f"LayerNormalization '{name}'"),
-        kernels.CENTERED, epsilon, ("gamma" if scale else None, "beta" if center else None),
+        kernels.CENTERED, epsilon, (gamma if scale else None, beta if center else None),
         data_format, flattened)
 
 
 class LayerNormOp(Op):
     """Args: name, axes (sorted positive Keras axes ending with the last), epsilon, center
-    (beta), scale (gamma), data_format and flattened (how Keras sees the input)."""
+    (beta), scale (gamma), data_format and flattened (how Keras sees the input),
+    weight_names (the short names of gamma and beta)."""
 
     def __init__(self, name, axes, epsilon=1e-3, center=True, scale=True,
-                 data_format=CHANNELS_LAST, flattened=False):
+                 data_format=CHANNELS_LAST, flattened=False, weight_names=("gamma", "beta")):
         self.name, self.axes, self.epsilon = name, tuple(axes), float(epsilon)
         self.center, self.scale = bool(center), bool(scale)
         self.data_format, self.flattened = data_format, flattened
+        self.gamma_name, self.beta_name = weight_names
 
     # -- shape rule -------------------------------------------------------------------------
     def _matrix(self, input_dims):
@@ -78,9 +85,9 @@ class LayerNormOp(Op):
         features = self._matrix(input_dims)[1]
         dims = {}
         if self.scale:
-            dims["gamma"] = weight_dims(features)
+            dims[self.gamma_name] = weight_dims(features)
         if self.center:
-            dims["beta"] = weight_dims(features)
+            dims[self.beta_name] = weight_dims(features)
         return dims
 
     def _flags(self):
@@ -105,14 +112,15 @@ class LayerNormOp(Op):
         args = {dnnl.ARG_SRC: source, dnnl.ARG_DST: output,
                 dnnl.ARG_MEAN: statistics[0], dnnl.ARG_VARIANCE: statistics[1]}
         if self.scale:
-            args[dnnl.ARG_SCALE] = builder.param(f"{name}/gamma", weight_desc)
+            args[dnnl.ARG_SCALE] = builder.param(f"{name}/{self.gamma_name}", weight_desc)
         if self.center:
-            args[dnnl.ARG_SHIFT] = builder.param(f"{name}/beta", weight_desc)
+            args[dnnl.ARG_SHIFT] = builder.param(f"{name}/{self.beta_name}", weight_desc)
         builder.add_forward(builder.bind(fwd, args, f"{name} forward"))
 
         def backward(output_grad):
-            wanted = {dnnl.ARG_DIFF_SCALE: self.scale and builder.wants_grad(f"{name}/gamma"),
-                      dnnl.ARG_DIFF_SHIFT: self.center and builder.wants_grad(f"{name}/beta")}
+            gamma, beta = f"{name}/{self.gamma_name}", f"{name}/{self.beta_name}"
+            wanted = {dnnl.ARG_DIFF_SCALE: self.scale and builder.wants_grad(gamma),
+                      dnnl.ARG_DIFF_SHIFT: self.center and builder.wants_grad(beta)}
             if not need_input_grad and not any(wanted.values()):
                 return None
             # always `backward`: oneDNN 3.2 has no backward_data layer normalization with
@@ -133,10 +141,10 @@ class LayerNormOp(Op):
             for arg in (dnnl.ARG_SCALE, dnnl.ARG_SHIFT):
                 if arg in args:
                     bwd_args[arg] = args[arg]
-            for arg, short, used in ((dnnl.ARG_DIFF_SCALE, "gamma", self.scale),
-                                     (dnnl.ARG_DIFF_SHIFT, "beta", self.center)):
+            for arg, path, used in ((dnnl.ARG_DIFF_SCALE, gamma, self.scale),
+                                    (dnnl.ARG_DIFF_SHIFT, beta, self.center)):
                 if wanted[arg]:
-                    bwd_args[arg] = builder.param_grad(f"{name}/{short}", weight_desc)
+                    bwd_args[arg] = builder.param_grad(path, weight_desc)
                 elif used:
                     # oneDNN may write both weight gradients whenever the flags are set
                     bwd_args[arg] = builder.allocate(weight_desc)

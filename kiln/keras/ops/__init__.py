@@ -13,6 +13,7 @@ layer's `call()` (see core.py for the dispatch, each module for what runs in a m
 
 from ...graph import symbolic
 from . import nn
+from .attention import dot_product_attention
 from .comparisons import equal, greater, greater_equal, less, less_equal, not_equal, where
 from .convolution import conv
 from .creation import arange, linspace, tril, triu
@@ -67,6 +68,7 @@ from .elementwise import (
 from .gathering import repeat, take, tile
 from .linear_algebra import dot, einsum, matmul, tensordot
 from .nn import log_softmax, softmax
+from .normalization import layer_normalization, rms_normalization
 from .pooling import average_pool, max_pool
 from .reductions import (
     amax,
@@ -120,3 +122,4 @@ __all__ = ["abs", "absolute", "add", "amax", "amin", "arange", "argmax", "argmin
            "squeeze", "stack", "std", "subtract", "sum", "swish", "take", "tanh", "tensordot",
            "tile", "transpose", "tril", "triu", "true_divide", "var", "where", "zeros",
            "zeros_like"]
+__all__ += ["dot_product_attention", "layer_normalization", "rms_normalization"]

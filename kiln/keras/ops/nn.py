@@ -1,10 +1,13 @@
-"""keras.ops.nn: the activations (also at keras.ops' top level) and softmax / log_softmax,
-which run inside a model as the engine's SoftmaxOp over the Keras axis."""
+"""keras.ops.nn: the activations (also at keras.ops' top level), softmax / log_softmax,
+which run inside a model as the engine's SoftmaxOp over the Keras axis, and
+dot_product_attention, layer_normalization, rms_normalization (attention.py,
+normalization.py)."""
 
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply
 from ...ops.softmax import SoftmaxOp
+from .attention import dot_product_attention  # noqa: F401 (keras.ops.nn.*)
 from .convolution import conv  # noqa: F401 (keras.ops.nn.conv)
 from .core import keras_array, op_name, result
 from .elementwise import (  # noqa: F401 (keras.ops.nn.*)
@@ -23,6 +26,7 @@ from .elementwise import (  # noqa: F401 (keras.ops.nn.*)
     softsign,
     swish,
 )
+from .normalization import layer_normalization, rms_normalization  # noqa: F401
 from .pooling import average_pool, max_pool  # noqa: F401 (keras.ops.nn.*)
 from .reductions import logsumexp
 from .shapes import one_hot  # noqa: F401 (keras.ops.nn.one_hot)
