@@ -22,7 +22,7 @@ from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc
 from .base import Op
 from .numba_config import njit, prange
-from .tensor import CHANNELS_LAST, logical_dims
+from .tensor import CHANNELS_LAST, Tensor, logical_dims
 from .threefry_kernels import NORMAL, UNIFORM, draw_one, key_words
 
 F32 = np.float32
@@ -102,4 +102,4 @@ class RandomDrawOp(Op):
         builder.add_forward(builder.memory_kernel(
             draw_kernel, (self.state, self.advance, *self.arguments, output),
             f"{self.name} draw"))
-        return x.with_memory(output), lambda output_grad: None
+        return Tensor(output, CHANNELS_LAST), lambda output_grad: None
