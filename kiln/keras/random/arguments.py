@@ -9,7 +9,7 @@ are batch-first.
 
 import numpy as np
 
-from ...graph.symbolic import SymbolicTensor, apply
+from ...graph.symbolic import SymbolicTensor, apply, tracing
 from ...ops.random_draw import RandomDrawOp
 from ...ops.tensor import CHANNELS_LAST
 from ..layers.layer_tracing import call_inputs
@@ -20,8 +20,12 @@ FLOAT_DTYPES = (None, "float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
-def in_model():
-    """Whether a layer's call() is being traced (not its build())."""
+def in_model(function):
+    """Whether a layer's call() is being traced (not its build()). Elsewhere in a traced model
+    (a loss written with keras.ops) an eager draw would be a constant of the plan: refused."""
+    if tracing and not call_inputs:
+        raise NotImplementedError(f"keras.random.{function} in {where()}: random draws are "
+                                  "supported inside a layer's call(), not here yet")
     return bool(call_inputs) and call_inputs[-1] is not None
 
 

@@ -20,7 +20,7 @@ from .seed_generator import check_seed, draw_key, is_int
 
 
 def refuse_in_model(function, *values):
-    if in_model() or any(isinstance(v, SymbolicTensor) for v in values):
+    if in_model(function) or any(isinstance(v, SymbolicTensor) for v in values):
         raise NotImplementedError(
             f"keras.random.{function} works eagerly on arrays but not yet inside a model "
             "(kiln has no engine op for it); draw outside the model, or use "

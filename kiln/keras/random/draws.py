@@ -26,7 +26,7 @@ from .seed_generator import check_seed, draw_key
 def _draw(function, shape, kind, a, b, dtype, seed):
     dtype = checked_float_dtype(dtype, function)
     check_seed(seed, function)
-    if in_model():
+    if in_model(function):
         if dtype != "float32":
             raise ValueError(f"keras.random.{function}: inside a model draws are float32, got "
                              f"dtype={dtype!r}")

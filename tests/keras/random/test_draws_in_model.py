@@ -192,3 +192,15 @@ def test_build_draws_eagerly():
     model = keras.Model(inputs, Scaled()(inputs))
     np.testing.assert_allclose(model.predict(np.ones((2, 3), np.float32), verbose=0),
                                np.tile(keras.random.uniform((3,), seed=4), (2, 1)), rtol=1e-6)
+
+
+def test_draws_in_a_traced_loss_are_refused():
+    def noisy_loss(y_true, y_pred):
+        noise = keras.random.normal((8, 3), seed=1)
+        return keras.ops.mean(keras.ops.square(y_pred - y_true + noise), axis=-1)
+
+    inputs = keras.Input((5,))
+    model = keras.Model(inputs, keras.layers.Dense(3)(inputs))
+    with pytest.raises(NotImplementedError, match=r"keras.random.normal in loss 'noisy_loss'"):
+        model.compile("sgd", noisy_loss)
+        model.fit(DATA, TARGET, verbose=0)
