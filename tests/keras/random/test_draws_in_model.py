@@ -204,3 +204,20 @@ def test_draws_in_a_traced_loss_are_refused():
     with pytest.raises(NotImplementedError, match=r"keras.random.normal in loss 'noisy_loss'"):
         model.compile("sgd", noisy_loss)
         model.fit(DATA, TARGET, verbose=0)
+
+
+def test_draws_follow_variable_sequence_lengths():
+    class Noise(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.seed_generator = keras.random.SeedGenerator(3)
+
+        def call(self, x):
+            return x + keras.random.normal(keras.ops.shape(x), seed=self.seed_generator)
+
+    inputs = keras.Input((None, 4))
+    model = keras.Model(inputs, Noise()(inputs))
+    assert model.output_shape == (None, None, 4)
+    for counter, steps in enumerate((5, 9)):
+        out = model.predict(np.zeros((2, steps, 4), np.float32), verbose=0)
+        np.testing.assert_allclose(out, epsilon(3, counter, (2, steps, 4)), rtol=1e-6)
