@@ -21,6 +21,7 @@ from . import (
                ops,
                optimizers,
                preprocessing,
+               random,
                regularizers,
                saving,
                utils,
@@ -28,8 +29,9 @@ from . import (
 )
 from .layers import Input
 from .models import Model, Sequential
+from .variables import Variable
 
 __all__ = ["activations", "backend", "callbacks", "constraints", "datasets", "distribution",
            "initializers", "layers", "losses", "metrics", "mixed_precision", "models", "ops",
-           "optimizers", "preprocessing", "regularizers", "saving", "utils", "wrappers", "Input",
-           "Model", "Sequential"]
+           "optimizers", "preprocessing", "random", "regularizers", "saving", "utils", "wrappers",
+           "Input", "Model", "Sequential", "Variable"]

@@ -231,7 +231,28 @@ def _warm_up_custom_layer():
     features = layers.MaxPooling2D()(features)
     outputs = layers.Dense(2, activation="softmax")(layers.Flatten()(features))
     _fit(Model(inputs, outputs), x, y, "categorical_crossentropy")
+    _warm_up_random_draws(x, y)
     _warm_up_channel_affine_forward()
+
+
+def _warm_up_random_draws(x, y):
+    """keras.random inside call(): a normal draw and a dropout mask (RandomDrawOp's kernel)."""
+    from . import Input, Model, layers, ops
+    from . import random as keras_random
+
+    class Noisy(layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.seed_generator = keras_random.SeedGenerator(0)
+
+        def call(self, x):
+            noisy = x + keras_random.normal(ops.shape(x), seed=self.seed_generator)
+            return keras_random.dropout(noisy, 0.5, seed=self.seed_generator)
+
+    inputs = Input(x.shape[1:])
+    features = Noisy()(layers.Dense(4)(layers.Flatten()(inputs)))
+    _fit(Model(inputs, layers.Dense(2, activation="softmax")(features)), x, y,
+         "categorical_crossentropy")
 
 
 def _warm_up_channel_affine_forward():

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .threefry_kernels import NORMAL, UNIFORM, draws
+from ...ops.threefry_kernels import NORMAL, UNIFORM, draws
 
 F32 = np.float32
 _SQRT2 = F32(math.sqrt(2.0))

@@ -22,7 +22,12 @@ from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by t
 from .custom_weights import keras_weight
 from .dtype_policies import checked_policy_name, dtype_name, policy_config  # noqa: F401
 from .layer_masks import deliver_mask, set_output_masks, with_mask_of
-from .layer_tracing import auto_config, check_one_graph_for_training, layer_sources
+from .layer_tracing import (
+    auto_config,
+    call_inputs,
+    check_one_graph_for_training,
+    layer_sources,
+)
 from .weight import Weight
 
 _name_counts = defaultdict(int)
@@ -186,6 +191,15 @@ class Layer:
             return self.add_engine_weight(*args, **kwargs)
         return keras_weight(self, args, kwargs)
 
+    def add_variable(self, shape, initializer, dtype=None, trainable=True, autocast=True,
+                     regularizer=None, constraint=None, name=None):
+        """Keras 3's alias of add_weight, with its own argument order (shape, initializer
+        first)."""
+        return keras_weight(self, (), {
+            "shape": shape, "initializer": initializer, "dtype": dtype,
+            "trainable": trainable, "autocast": autocast, "regularizer": regularizer,
+            "constraint": constraint, "name": name})
+
     def add_engine_weight(self, name, shape, initializer, dims, tag, trainable=True,
                           regularizer=None, constraint=None):
         """Create a weight of Keras shape `shape`, stored as logical `dims` with user `tag`;
@@ -336,6 +350,8 @@ class Layer:
             if data_format is not None and isinstance(tensor, SymbolicTensor):
                 tensor.read_as(data_format, self.context)
         tracing.append(self.context)  # names this layer when call() misuses a tensor
+        depth = len(call_inputs)
+        call_inputs.append(None)  # build() runs eagerly (keras.random there draws now)
         try:
             if not self.built:
                 first = flatten(inputs)[0]
@@ -351,12 +367,14 @@ class Layer:
             # the mask a call() receives is not recorded with the call: a replay of the
             # layers (a model called as a layer, a loaded model) computes it again
             call_kwargs = dict(kwargs)
+            call_inputs[-1] = [t for t in flatten(inputs) if isinstance(t, SymbolicTensor)]
             previous_mask = deliver_mask(self, args, call_kwargs)
             outputs = self.call(*args, **call_kwargs)
             set_output_masks(self, inputs, outputs, previous_mask)
             check_one_graph_for_training(self, args, kwargs, outputs)
         finally:
             tracing.pop()
+            del call_inputs[depth:]
         if self.activity_regularizer is not None:
             l1, l2 = self.activity_regularizer.coefficients()
             penalty = ActivityRegularizationOp(f"{self.name}/activity_regularizer", l1, l2)

@@ -5,11 +5,16 @@ matter for subclasses and for keras.ops between layers.
 - `layer_sources`: the layer graph looks through keras.ops results computed between layers.
 - `check_one_graph_for_training`: kiln plans one graph for fit and predict, so a call() that
   computes other ops with training=True is refused rather than silently trained as predicted.
+- `call_inputs`: the inputs of the layers whose call() runs, innermost last, so that
+  `keras.random.normal(shape=(batch, dim))` inside call() can take its batch from them.
 """
 
 import inspect
 
 from ...graph.symbolic import SymbolicTensor
+
+# the symbolic input tensors of each layer whose call() runs, innermost last (base_layer)
+call_inputs = []
 
 
 def auto_config(cls, args, kwargs):
