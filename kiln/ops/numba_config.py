@@ -30,6 +30,20 @@ def _cache_dir():
 
 
 os.environ.setdefault("NUMBA_THREADING_LAYER", "omp")
+
+
+def _threads_from_openmp():
+    """NUMBA_NUM_THREADS follows OMP_NUM_THREADS when only the latter is set: numba's kernels
+    and oneDNN's primitives share one OpenMP runtime, and parallel regions that alternate
+    between a team of OMP_NUM_THREADS (oneDNN) and one of every core (numba) make the
+    runtime's idle threads spin against the working ones. Measured with OMP_NUM_THREADS=1 on
+    2 cores, two processes training mnist_cnn: 2.6 s a step each, against 70 ms with both set."""
+    threads = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if "NUMBA_NUM_THREADS" not in os.environ and threads.isdigit() and int(threads) >= 1:
+        os.environ["NUMBA_NUM_THREADS"] = threads
+
+
+_threads_from_openmp()
 os.environ.setdefault("NUMBA_CACHE_DIR", _cache_dir())
 
 import numba  # noqa: E402
