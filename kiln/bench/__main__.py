@@ -3,7 +3,8 @@
     python -m kiln.bench                  # kiln and every installed peer, side by side
     python -m kiln.bench compare --models mnist_cnn --repeats 3 --json bench-results/run.json
     python -m kiln.bench train --model mnist_cnn --format channels_last --steps 50
-    python -m kiln.bench profile --model mnist_cnn          # where a kiln step's time goes
+    python -m kiln.bench profile --model mnist_cnn          # where a kiln step's time goes,
+                                                            # and what fit() adds to it
     python -m kiln.bench report bench-results/run.json      # a compare run as Markdown
     python -m kiln.bench scaling --models mnist_cnn resnet20 --ranks 1 2   # over MPI ranks
     python -m kiln.bench ops                # broadcast_add at memory bandwidth, beside peers
@@ -84,6 +85,13 @@ def command_profile(args):
     print("by kind of call:")
     for line in profile_report.lines(plan, profile, step, measure_peaks()):
         print(line)
+    if args.mode == "train" and args.fit_rounds:
+        from .peers import kiln_runner
+        cost = kiln_runner.fit_cost(args.model, args.format, args.precision, args.fit_steps,
+                                    args.fit_rounds)
+        print(f"fit() on arrays, epochs of {args.fit_steps} and {3 * args.fit_steps} steps "
+              f"alternated with plan steps, medians of {args.fit_rounds}: "
+              f"{harness.fit_cost_text(cost)}")
     return 0
 
 
@@ -141,6 +149,10 @@ def main(argv=None):
         p.add_argument("--warmup", type=int, default=5)
     profile.add_argument("--mode", choices=["train", "infer"], default="train")
     profile.add_argument("--precision", choices=["f32", "bf16"], default="f32")
+    profile.add_argument("--fit-steps", type=int, default=12,
+                         help="train mode: fit() epochs of this many and 3x as many steps")
+    profile.add_argument("--fit-rounds", type=int, default=5,
+                         help="train mode: rounds of the fit() overhead measure (0: skip it)")
     augmentation = sub.add_parser(
         "augmentation", help="cifar10_cnn epoch with and without the example's augmentation")
     augmentation.add_argument("--samples", type=int, default=3200)

@@ -259,12 +259,28 @@ def step_efficiency(detail):
     text = (f"plan step {step:.1f} ms, of which between calls (Python, dispatch) "
             f"{loop:.3f} ms ({100 * loop / step:.1f}%)")
     if "fit_step_ms" in detail:
-        fit, plan = detail["fit_step_ms"], detail.get("fit_plan_step_ms", step)
-        text += (f"; a fit() step {fit:.1f} ms, {100 * (fit - plan) / plan:+.1f}% over plan "
-                 f"steps run alternately with it ({plan:.1f} ms; batch feeding, callbacks)")
+        text += "; " + fit_cost_text(detail, step)
     if "planned_bytes" in detail:  # runs recorded before it was reported have none
         text += "; " + planned_bytes_line(detail["planned_bytes"])
     return text
+
+
+def fit_cost_text(detail, step_ms=None):
+    """What fit() adds to the plan's steps (kiln_runner.fit_cost): per step inside fit() (the
+    slope between two epoch lengths) and per fit() call (the intercept), beside the plan steps
+    run alternately with them. Runs recorded before the slope was measured have only the
+    whole fit() call per step."""
+    fit, plan = detail["fit_step_ms"], detail.get("fit_plan_step_ms", step_ms)
+    over = 100 * (fit - plan) / plan
+    if "fit_slope_ms" not in detail:
+        return (f"a fit() step {fit:.1f} ms, {over:+.1f}% over plan steps run alternately "
+                f"with it ({plan:.1f} ms; batch feeding, callbacks)")
+    slope, fixed, steps = detail["fit_slope_ms"], detail["fit_fixed_ms"], detail["fit_steps"][0]
+    return (f"a step inside fit() {slope:.2f} ms, {100 * (slope - plan) / plan:+.1f}% over plan "
+            f"steps run alternately with it ({plan:.2f} ms; batch feeding, labels, metrics, "
+            f"callbacks), plus {fixed:.1f} ms per fit() call ({100 * fixed / (steps * plan):.1f}% "
+            f"of {steps} plan steps); a whole {steps}-step fit() {fit:.2f} ms per step "
+            f"({over:+.1f}%)")
 
 
 def layer_breakdown(calls_ms):

@@ -78,6 +78,13 @@ def use_input(plan, x, y=None):
         if y is not None:
             plan.labels[...] = y
         return
+    # the batch feeder hands over the same staging arrays step after step: the plan already
+    # reads the arrays this function last pointed it at
+    pointed = getattr(plan, "_pointed_inputs", None)
+    if pointed is not None and all(a is b for a, b in zip(arrays, pointed, strict=True)):
+        if y is not None:
+            plan.labels[...] = y
+        return
     for position, (array, memory, current) in enumerate(
             zip(arrays, plan.input_memories, plan.input_arrays, strict=True)):
         if (array.shape != current.shape or array.dtype != current.dtype
@@ -92,5 +99,6 @@ def use_input(plan, x, y=None):
         lib.dnnl_memory_set_data_handle(part.handle, arrays[0].ctypes.data + offset)
         part.storage = plan.input_memory.storage[offset:offset + part.desc.size]
     plan.inputs = plan.input_arrays[0]
+    plan._pointed_inputs = arrays
     if y is not None:
         plan.labels[...] = y

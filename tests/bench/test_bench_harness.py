@@ -356,7 +356,15 @@ def test_compare_writes_json_and_reports_missing_peers(tmp_path):
     assert any(k.startswith("conv2d") and v.get("forward", 0) > 0 for k, v in breakdown.items())
     assert any(k.startswith("dense") and v.get("backward", 0) > 0 for k, v in breakdown.items())
     assert profile["fit_step_ms"] > 0 and profile["fit_plan_step_ms"] > 0
-    assert "over plan steps run alternately" in harness.step_efficiency(profile)
+    # fit() at two epoch lengths: the slope per step and the intercept per call
+    assert profile["fit_steps"] == [2, 6]
+    short, long = profile["fit_epoch_ms"]
+    assert profile["fit_step_ms"] == pytest.approx(short / 2)
+    assert profile["fit_slope_ms"] == pytest.approx((long - short) / 4)
+    assert profile["fit_fixed_ms"] + 2 * profile["fit_slope_ms"] == pytest.approx(short)
+    line = harness.step_efficiency(profile)
+    assert "a step inside fit()" in line and "over plan steps run alternately" in line
+    assert "ms per fit() call" in line and "a whole 2-step fit()" in line
     text = harness.markdown(report)
     assert "| cifar10_cnn | train | channels_first | f32 | kiln |" in text
     assert "| optimizer update |" in text
@@ -377,6 +385,31 @@ def test_compare_times_a_sequence_model_once_whatever_the_formats(tmp_path):
     rows = json.loads(out.read_text())["results"]
     assert [(r["model"], r["format"]) for r in rows] == [("imdb_gru", "channels_first")]
     assert rows[0]["gflops"] > 0
+
+
+def test_fit_cost_text_splits_the_step_from_the_call_and_reads_old_runs():
+    detail = {"fit_step_ms": 22.0, "fit_plan_step_ms": 20.0, "fit_slope_ms": 20.5,
+              "fit_fixed_ms": 18.0, "fit_epoch_ms": [264.0, 756.0], "fit_steps": [12, 36]}
+    assert harness.fit_cost_text(detail) == (
+        "a step inside fit() 20.50 ms, +2.5% over plan steps run alternately with it "
+        "(20.00 ms; batch feeding, labels, metrics, callbacks), plus 18.0 ms per fit() call "
+        "(7.5% of 12 plan steps); a whole 12-step fit() 22.00 ms per step (+10.0%)")
+    old_run = {"fit_step_ms": 22.0, "fit_plan_step_ms": 20.0}  # JSON from before the slope
+    assert harness.fit_cost_text(old_run) == (
+        "a fit() step 22.0 ms, +10.0% over plan steps run alternately with it (20.0 ms; "
+        "batch feeding, callbacks)")
+
+
+def test_profile_command_reports_the_fit_cost():
+    result = subprocess.run(
+        [sys.executable, "-m", "kiln.bench", "profile", "--model", "mnist_cnn", "--steps", "1",
+         "--warmup", "0", "--fit-steps", "1", "--fit-rounds", "1"],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("fit() on arrays, epochs of 1 and 3 steps alternated with plan "
+                           "steps, medians of 1: a step inside fit() ")
+    assert "ms per fit() call" in last
 
 
 def test_kiln_profile_reports_the_planned_bytes():

@@ -55,7 +55,14 @@ def test_a_kernel_reading_a_model_input_sees_each_new_batch():
 
     plan.use_input(new_batch(np.zeros_like(x)), y)
     zero_loss = float(plan.train_step()[0])
-    plan.use_input(new_batch(10 * x), y)
+    batch = new_batch(10 * x)
+    plan.use_input(batch, y)
+    assert float(plan.train_step()[0]) != zero_loss
+    # the feeder hands the same staging array over again, refilled: read in place
+    batch[...] = 0.0
+    plan.use_input(batch, y)
+    assert float(plan.train_step()[0]) == zero_loss
+    plan.use_input(new_batch(10 * x), y)  # a new array: pointed at (dropout draws anew)
     assert float(plan.train_step()[0]) != zero_loss
 
 

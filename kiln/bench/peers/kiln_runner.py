@@ -58,37 +58,47 @@ def profile(model, data_format, mode, precision, steps):
     result = {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls,
               "planned_bytes": dict(plan.planned_bytes)}
     if mode == "train":
-        result["fit_step_ms"], result["fit_plan_step_ms"] = fit_step_ms(
-            model, data_format, precision, steps)
+        result.update(fit_cost(model, data_format, precision, steps))
     return result
 
 
-def fit_step_ms(model, data_format, precision, steps, rounds=5):
-    """(fit() ms per step, plan ms per step), medians over `rounds` that alternate a whole
-    fit() epoch of `steps` batches with `steps` bare plan steps on the same model, so the
-    machine's state is the same for both. fit() adds batch gathering, callbacks and logs;
-    the first epoch (plan building) is not counted."""
+def fit_cost(model, data_format, precision, steps, rounds=5):
+    """What fit() adds to the plan's steps, in ms: medians over `rounds` that each run a fit()
+    epoch of `steps` batches, `steps` bare plan steps, an epoch of 3 * `steps` batches and
+    `steps` bare plan steps again, on the same model, so the machine's state is the same for
+    all. The slope between the two epoch lengths is what a step costs inside fit() (batch
+    gathering, labels, metric read-back, callbacks), the intercept what each fit() call costs
+    once (data checks, callbacks' set-up, epoch-end logs). The first fit() (plan building) is
+    not counted. Keys: fit_step_ms (a `steps`-batch fit() call per step), fit_plan_step_ms,
+    fit_slope_ms, fit_fixed_ms, fit_epoch_ms (the two epochs' medians) and fit_steps."""
     import time
 
     import numpy as np
 
     keras_model, batch = build(model, data_format, precision)
     x, y = synthetic.batch(model, data_format)
-    many_x, many_y = np.concatenate([x] * steps), np.concatenate([y] * steps)
-    keras_model.fit(many_x, many_y, batch_size=batch, epochs=1, verbose=0)
+    lengths = (steps, 3 * steps)
+    data = {n: (np.concatenate([x] * n), np.concatenate([y] * n)) for n in lengths}
+    keras_model.fit(*data[steps], batch_size=batch, epochs=1, verbose=0)
     plan = keras_model._plan(True, batch)
-    fit_times, plan_times = [], []
+    fit_times = {n: [] for n in lengths}
+    plan_times = []
     for _ in range(rounds):
-        start = time.perf_counter()
-        keras_model.fit(many_x, many_y, batch_size=batch, epochs=1, verbose=0)
-        fit_times.append((time.perf_counter() - start) / steps)
-        plan.inputs[...] = x
-        plan.labels[...] = y
-        start = time.perf_counter()
-        for _ in range(steps):
-            plan.train_step()
-        plan_times.append((time.perf_counter() - start) / steps)
-    return float(np.median(fit_times)) * 1e3, float(np.median(plan_times)) * 1e3
+        for n in lengths:
+            start = time.perf_counter()
+            keras_model.fit(*data[n], batch_size=batch, epochs=1, verbose=0)
+            fit_times[n].append(time.perf_counter() - start)
+            plan.inputs[...] = x
+            plan.labels[...] = y
+            start = time.perf_counter()
+            for _ in range(steps):
+                plan.train_step()
+            plan_times.append((time.perf_counter() - start) / steps)
+    short, long = (float(np.median(fit_times[n])) * 1e3 for n in lengths)
+    slope = (long - short) / (lengths[1] - lengths[0])
+    return {"fit_step_ms": short / steps, "fit_plan_step_ms": float(np.median(plan_times)) * 1e3,
+            "fit_slope_ms": slope, "fit_fixed_ms": short - steps * slope,
+            "fit_epoch_ms": [short, long], "fit_steps": list(lengths)}
 
 
 def seconds_to_first_step(model, data_format):
