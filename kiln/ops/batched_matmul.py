@@ -36,11 +36,11 @@ from .reshape import copy_in_layout, keras_layout
 from .tensor import CHANNELS_LAST, Tensor, keras_shape, logical_dims
 
 
-def row_major(shape):
-    return MemoryDesc.with_tag(tuple(shape), dnnl.f32)
+def row_major(shape, data_type=dnnl.f32):
+    return MemoryDesc.with_tag(tuple(shape), data_type)
 
 
-def transposed(shape):
+def transposed(shape, data_type=dnnl.f32):
     """Bytes of row-major `shape` (..., R, C) seen as (..., C, R): strides, no copy."""
     *batch, rows, cols = shape
     strides = [0] * len(batch)
@@ -48,7 +48,7 @@ def transposed(shape):
     for i in range(len(batch) - 1, -1, -1):
         strides[i] = step
         step *= batch[i]
-    return MemoryDesc.with_strides((*batch, cols, rows), (*strides, 1, cols))
+    return MemoryDesc.with_strides((*batch, cols, rows), (*strides, 1, cols), data_type)
 
 
 def inverse(permutation):
@@ -60,6 +60,7 @@ def permuted(shape, permutation):
 
 
 def transposing_view(target, target_shape, permutation, source_dims, source_axes):
+    data_type = target.desc.data_type
     """Row-major `target` (Keras shape `target_shape`, a source permuted by `permutation`)
     seen with the source's `source_dims`: source axis i, Keras axis `source_axes[i]`, lands
     where the permutation puts that Keras axis. A reorder into this view transposes."""
@@ -67,7 +68,7 @@ def transposing_view(target, target_shape, permutation, source_dims, source_axes
     for axis in range(len(target_shape) - 2, -1, -1):
         strides[axis] = strides[axis + 1] * target_shape[axis + 1]
     position = {keras_axis: j for j, keras_axis in enumerate(permutation)}
-    return Memory(strided(source_dims, [strides[position[k]] for k in source_axes], dnnl.f32),
+    return Memory(strided(source_dims, [strides[position[k]] for k in source_axes], data_type),
                   target.storage)
 
 
@@ -110,6 +111,14 @@ class BatchedMatmulOp(Op):
         if weight is not None and not 1 <= self.contract < len(self.weight[1]):
             raise ValueError(f"BatchedMatmul '{name}': contract={contract} must leave at "
                              f"least one output axis of the kernel {self.weight[1]}")
+
+    data_type = dnnl.f32  # of the operands of the plan being built (set in forward)
+
+    def _rows(self, shape):
+        return row_major(shape, self.data_type)
+
+    def _transposed(self, shape):
+        return transposed(shape, self.data_type)
 
     @property
     def _kernel_matrix(self):
@@ -172,20 +181,20 @@ class BatchedMatmulOp(Op):
         pooled buffer moves together with its views when liveness shares bytes): a copy in
         forward, the gradient itself in backward when already plain."""
         shape = keras_shape(dims, self.data_format)
-        desc = (row_major(shape) if tuple(shape) == tuple(dims)
-                else keras_layout(dims, self.data_format, False, dnnl.f32))
+        desc = (self._rows(shape) if tuple(shape) == tuple(dims)
+                else keras_layout(dims, self.data_format, False, self.data_type))
         if backward:
             plain = builder.reorder(memory, desc, label, backward=True)
         else:
             plain = copy_in_layout(builder, memory, desc, label)
-        return plain.view(row_major(shape))
+        return plain.view(self._rows(shape))
 
     def _as_logical(self, builder, memory, shape):
         """A row-major buffer of Keras `shape` seen with the logical dims ops expect."""
         dims = logical_dims(shape, self.data_format)
         if tuple(dims) == tuple(shape):
             return memory
-        return memory.view(keras_layout(dims, self.data_format, False, dnnl.f32))
+        return memory.view(keras_layout(dims, self.data_format, False, memory.desc.data_type))
 
     def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE):
         primitive = builder.primitive(*descriptor(
@@ -199,9 +208,13 @@ class BatchedMatmulOp(Op):
     def forward(self, builder, x, need_input_grad=None):
         tensors = list(x) if self.weight is None else [x]
         for tensor in tensors:
-            if tensor.memory.desc.data_type != dnnl.f32:
-                raise NotImplementedError(f"BatchedMatmul '{self.name}': runs in float32 "
-                                          "only; use the 'float32' dtype policy for this layer")
+            if tensor.memory.desc.data_type not in (dnnl.f32, dnnl.bf16):
+                raise NotImplementedError(f"BatchedMatmul '{self.name}': float32 or bfloat16 "
+                                          "operands expected")
+        # under mixed_bfloat16 the operands are copied into bf16 buffers (the copy each makes
+        # anyway converts them) and run on the bf16 (AMX) matmul; the product is f32, as are
+        # the weight gradients, so the bias adds, masks and softmax after it read f32
+        self.data_type = builder.data_type
         if self.weight is None:
             return self._forward_pair(builder, tensors, needed(need_input_grad, 2))
         return self._forward_weight(builder, x, need_input_grad is not False)
@@ -218,7 +231,7 @@ class BatchedMatmulOp(Op):
         if permutation == tuple(range(len(dims))):
             return self._plain(builder, memory, dims, label, backward)
         shape = permuted(keras_shape(dims, self.data_format), permutation)
-        target = builder.allocate(row_major(shape))
+        target = builder.allocate(self._rows(shape))
         copy(builder, memory, transposing_view(target, shape, permutation, dims,
                                                self._logical_axes(len(dims))), label, backward)
         return target
@@ -230,7 +243,7 @@ class BatchedMatmulOp(Op):
             return self._as_logical(builder, buffer, shape)
         back = inverse(permutation)
         target_shape = permuted(shape, back)
-        target = builder.allocate(row_major(target_shape))
+        target = builder.allocate(self._rows(target_shape))
         copy(builder, buffer, transposing_view(target, target_shape, back, shape,
                                                tuple(range(len(shape)))), label, backward=True)
         return self._as_logical(builder, target, target_shape)
@@ -244,8 +257,8 @@ class BatchedMatmulOp(Op):
         out_shape = permuted(product_shape, pc)
         a = self._gather(builder, tensors[0].memory, tensors[0].dims, pa, f"{self.name} input 0")
         b = self._gather(builder, tensors[1].memory, tensors[1].dims, pb, f"{self.name} input 1")
-        b_read = b.view(transposed(reads[1])) if self.transpose_b else b
-        product = builder.allocate(row_major(product_shape))
+        b_read = b.view(self._transposed(reads[1])) if self.transpose_b else b
+        product = builder.allocate(row_major(product_shape))  # f32 (from bf16 operands too)
         self._matmul(builder, a, b_read, product, f"{self.name} forward", False,
                      self._post_ops)
         if pc == tuple(range(rank)):
@@ -263,18 +276,18 @@ class BatchedMatmulOp(Op):
                              f"{self.name} gradient", True)
             grads = [None, None]
             if need[0]:  # dA = dC · Bᵀ
-                b_t = b if self.transpose_b else b.view(transposed(reads[1]))
-                grad = builder.allocate(row_major(reads[0]))
+                b_t = b if self.transpose_b else b.view(self._transposed(reads[1]))
+                grad = builder.allocate(self._rows(reads[0]))
                 self._matmul(builder, g, b_t, grad, f"{self.name} backward 0", True,
                              self._post_ops)
                 grads[0] = self._scatter(builder, grad, reads[0], pa,
                                          f"{self.name} backward 0 order")
             if need[1]:  # dB = Aᵀ · dC, or (dC)ᵀ · A when B is read transposed
-                grad = builder.allocate(row_major(reads[1]))
+                grad = builder.allocate(self._rows(reads[1]))
                 if self.transpose_b:
-                    src, weights = g.view(transposed(product_shape)), a
+                    src, weights = g.view(self._transposed(product_shape)), a
                 else:
-                    src, weights = a.view(transposed(reads[0])), g
+                    src, weights = a.view(self._transposed(reads[0])), g
                 self._matmul(builder, src, weights, grad, f"{self.name} backward 1", True,
                              self._post_ops)
                 grads[1] = self._scatter(builder, grad, reads[1], pb,
@@ -289,8 +302,8 @@ class BatchedMatmulOp(Op):
         out_shape = self.output_keras_shape([shape])
         rows = int(np.prod(shape[:-self.contract]))
         a = self._plain(builder, x.memory, x.dims, f"{self.name} input")
-        a2 = a.view(row_major((rows, k)))
-        w = builder.param(self.parameter_name, row_major((k, n)))
+        a2 = a.view(self._rows((rows, k)))
+        w = builder.param(self.parameter_name, self._rows((k, n)))
         out = builder.allocate(row_major(out_shape))
         self._matmul(builder, a2, w, out.view(row_major((rows, n))) if out_shape != (rows, n)
                      else out, f"{self.name} forward", False)
@@ -299,16 +312,16 @@ class BatchedMatmulOp(Op):
         def backward(output_grad):
             out_dims = logical_dims(out_shape, self.data_format)
             g = self._plain(builder, output_grad, out_dims, f"{self.name} gradient", True)
-            g2 = g.view(row_major((rows, n)))
+            g2 = g.view(self._rows((rows, n)))
             if builder.wants_grad(self.parameter_name):  # dW = Xᵀ · dY
                 grad_w = builder.param_grad(self.parameter_name, row_major((k, n)))
-                self._matmul(builder, a2.view(transposed((rows, k))), g2, grad_w,
+                self._matmul(builder, a2.view(self._transposed((rows, k))), g2, grad_w,
                              f"{self.name} backward weights", True)
             if not need_input_grad:
                 return None
-            grad = builder.allocate(row_major(shape))  # dX = dY · Wᵀ
-            self._matmul(builder, g2, w.view(transposed((k, n))),
-                         grad.view(row_major((rows, k))), f"{self.name} backward data", True)
+            grad = builder.allocate(self._rows(shape))  # dX = dY · Wᵀ
+            self._matmul(builder, g2, w.view(self._transposed((k, n))),
+                         grad.view(self._rows((rows, k))), f"{self.name} backward data", True)
             return self._as_logical(builder, grad, shape)
 
         return Tensor(output, x.data_format, backward_reads_memory=False), backward
