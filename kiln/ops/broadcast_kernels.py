@@ -26,7 +26,7 @@ AXES at the outside.
 import numpy as np
 
 from ..binding.memory import layout_key
-from .numba_config import PARALLEL, SERIAL, THREADS, njit, prange
+from .numba_config import PARALLEL, SERIAL, THREADS, get_num_threads, njit, prange
 
 AXES = 6  # enough for any alternation of kept / reduced axes of a 5D blocked layout
 U = np.uint64  # unsigned indices: numba's negative-index wrap turns loads into gathers
@@ -257,7 +257,7 @@ def elementwise_kernel(code, out, x, y, z, shape, strides):
     rows = 1
     for axis in range(OUTER):
         rows *= shape[axis]
-    chunks = min(rows, 8 * THREADS)
+    chunks = min(rows, 8 * get_num_threads())
     for chunk in prange(chunks):
         _elementwise_rows(code, out, x, y, z, shape, strides, rows * chunk // chunks,
                           rows * (chunk + 1) // chunks)
@@ -331,7 +331,8 @@ def _reduce_line(part, g, m, o, a, inner, oi, gi, fused):
 @njit(**PARALLEL)
 def reduce_kernel(out, g, m, scale, shape, strides, partials):
     """out = scale * sum of g (times m when m is not empty) over the axes where out's stride
-    is 0; strides rows: out, g, m (m in g's layout). partials: (THREADS, out.size) scratch.
+    is 0; strides rows: out, g, m (m in g's layout). partials: (THREADS, out.size) scratch
+    (one row per range of rows).
 
     The rows of the outer axes are cut into one contiguous range per thread; each range adds
     into its own partial row, so the common cases run as contiguous, vectorized inner loops:
@@ -341,7 +342,7 @@ def reduce_kernel(out, g, m, scale, shape, strides, partials):
     rows = 1
     for axis in range(OUTER):
         rows *= shape[axis]
-    ranges = min(rows, THREADS)
+    ranges = min(rows, partials.shape[0])
     for t in prange(ranges):
         part = partials[t]  # one row per range, not per thread id: never zeroed twice
         part[:] = 0.0

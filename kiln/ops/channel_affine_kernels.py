@@ -19,7 +19,7 @@ for 2.
 import numpy as np
 
 from .broadcast_kernels import AXES, OUTER, WIDE, _next, _start
-from .numba_config import PARALLEL, SERIAL, THREADS, njit, prange
+from .numba_config import PARALLEL, SERIAL, get_num_threads, njit, prange
 from .streaming_stores import (
     VECTOR,
     fill_lanes,
@@ -143,7 +143,7 @@ def backward_kernel(dx, dy, y, x, scale, scale_grad, shift_grad, relu, shape, st
     rows = 1
     for axis in range(OUTER):
         rows *= shape[axis]
-    ranges = min(rows, THREADS)
+    ranges = min(rows, partials.shape[0] // 2)
     for t in prange(ranges):
         part_s, part_b = partials[2 * t], partials[2 * t + 1]
         part_s[:] = 0.0
@@ -245,7 +245,7 @@ def forward_kernel(out, x, scale, shift, relu, shape, strides):
     for axis in range(OUTER):
         rows *= shape[axis]
     stream = streams(4 * out.size)
-    chunks = min(rows, 8 * THREADS)
+    chunks = min(rows, 8 * get_num_threads())
     for chunk in prange(chunks):
         _forward_rows(out, x, scale, shift, relu, stream, shape, strides,
                       rows * chunk // chunks, rows * (chunk + 1) // chunks)

@@ -56,7 +56,13 @@ SERIAL = dict(fastmath=True, cache=True, nogil=True, error_model="numpy")
 njit = numba.njit
 prange = numba.prange
 get_thread_id = numba.get_thread_id
-# Threads numba may run (set_num_threads can lower it, never raise it): per-thread scratch rows.
+get_num_threads = numba.get_num_threads
+# Threads numba may run (set_num_threads can lower it, never raise it): per-thread scratch rows,
+# sized in Python. A kernel never reads THREADS itself: numba's on-disk cache freezes a global
+# at the value it had when the kernel was compiled (the cache key holds the sources, not
+# NUMBA_NUM_THREADS), so a kernel compiled with 2 threads and loaded by a process with 1
+# wrote past its 1-row scratch and corrupted the heap. Kernels take counts from their
+# arrays' shapes or from get_num_threads() (a test checks).
 THREADS = numba.config.NUMBA_NUM_THREADS
 # what a kernel module needs to write an LLVM intrinsic (streaming_stores.py)
 intrinsic = numba.extending.intrinsic
