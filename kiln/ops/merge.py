@@ -62,7 +62,8 @@ def check_dims(op, dims, axis=None, shapes=None):
 def check_tensors(op, tensors, axis=None):
     """Shapes, data formats and flattening of forward's input Tensors."""
     check_count(op, len(tensors))
-    formats = {t.data_format for t in tensors}
+    # the format says how a 4D buffer is laid out; (batch, features) and sequences have one
+    formats = {t.data_format for t in tensors if len(t.dims) == 4}
     if len(formats) > 1:
         listing = ", ".join(f"input {i} {t.data_format}" for i, t in enumerate(tensors))
         raise ValueError(f"{op.layer} '{op.name}': inputs must have the same data format, "

@@ -9,6 +9,7 @@ residual block's) is fused into it when nothing else reads the sum.
 from ... import ops
 from ...graph.symbolic import apply
 from ...ops.masks import StepMaskOp
+from ...ops.reshape import ReshapeOp
 from .base_layer import Layer, is_integer
 
 
@@ -53,6 +54,16 @@ class _Merge(Layer):
                 tensor.read_as(next(iter(formats)), self.context)
         return list(inputs)
 
+    def _unflatten(self, inputs, always):
+        """A Flatten output is still the 4D buffer a following Dense reads in place: beside
+        a plain (batch, features) tensor (or joined by Concatenate, `always`), it becomes one,
+        in Keras's feature order."""
+        flat = [bool(getattr(t, "flattened", False)) for t in inputs]
+        if not any(flat) or (all(flat) and not always):
+            return inputs
+        return [apply(ReshapeOp(f"{self.name}/flat_{index}", (-1,), t.data_format, True), t)
+                if flat[index] else t for index, t in enumerate(inputs)]
+
     def _check_shapes(self, inputs, skip_axis=None):
         first = inputs[0]
         for other in inputs[1:]:
@@ -73,7 +84,7 @@ class _Merge(Layer):
     masks_values = False
 
     def call(self, inputs):
-        inputs = self._check_inputs(inputs)
+        inputs = self._unflatten(self._check_inputs(inputs), always=False)
         self._check_shapes(inputs)
         if self.masks_values and any(getattr(t, "_keras_mask", None) is not None
                                      for t in inputs):
@@ -144,7 +155,7 @@ class Concatenate(_Merge):
         return apply(ops.MaximumOp(f"{self.name}/mask"), masks)
 
     def call(self, inputs):
-        inputs = self._check_inputs(inputs)
+        inputs = self._unflatten(self._check_inputs(inputs), always=True)
         rank = len(inputs[0].shape)
         axis = self.axis + rank if self.axis < 0 else self.axis
         if not 0 < axis < rank:
@@ -154,9 +165,6 @@ class Concatenate(_Merge):
         if axis != rank - 1 and any(t._keras_mask is not None for t in inputs):
             raise ValueError(f"{self.context}: concatenating masked tensors along axis "
                              f"{self.axis} is not supported yet; only along the last axis")
-        if any(t.flattened for t in inputs):
-            raise ValueError(f"{self.context}: concatenating flattened tensors is not "
-                             "supported yet; concatenate before the Flatten")
         logical = axis
         if rank == 4 and inputs[0].data_format == "channels_last":
             logical = {1: 2, 2: 3, 3: 1}[axis]  # Keras (N, H, W, C) -> oneDNN (N, C, H, W)
