@@ -19,15 +19,12 @@ import math
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor
-from ...ops.dropout import DropoutOp
-from .. import initializers, ops, regularizers
+from .. import ops
 from ..ops import attention
-from .base_layer import Layer, unique_name
-from .einsum_dense import EinsumDense
-from .multi_head_attention import _fresh, _positive_int
+from .attention_projections import _AttentionProjections, positive_int
 
 
-class GroupedQueryAttention(Layer):
+class GroupedQueryAttention(_AttentionProjections):
     """Args: head_dim, num_query_heads, num_key_value_heads (divides num_query_heads),
     dropout, use_bias, flash_attention (accepted: the same result, kiln has no flash path),
     kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
@@ -50,7 +47,7 @@ class GroupedQueryAttention(Layer):
         super().__init__(**kwargs)
         for argument, value in (("head_dim", head_dim), ("num_query_heads", num_query_heads),
                                 ("num_key_value_heads", num_key_value_heads)):
-            if not _positive_int(value):
+            if not positive_int(value):
                 raise ValueError(f"{self.context}: argument {argument} must be a positive int, "
                                  f"got {value!r}")
         if num_query_heads % num_key_value_heads:
@@ -60,7 +57,7 @@ class GroupedQueryAttention(Layer):
         if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
             raise ValueError(f"{self.context}: argument dropout must be a float in [0, 1), "
                              f"got {dropout!r}")
-        if sliding_window is not None and not _positive_int(sliding_window):
+        if sliding_window is not None and not positive_int(sliding_window):
             raise ValueError(f"{self.context}: argument sliding_window must be None or a "
                              f"positive int, got {sliding_window!r}")
         if flash_attention and dropout > 0:  # Keras's own refusal
@@ -73,31 +70,9 @@ class GroupedQueryAttention(Layer):
         self.dropout, self.use_bias, self.seed = float(dropout), bool(use_bias), seed
         self.sliding_window, self.use_gate = sliding_window, bool(use_gate)
         self._flash_attention = flash_attention
-        self.kernel_initializer = initializers.get(kernel_initializer, self.context,
-                                                   "kernel_initializer")
-        self.bias_initializer = initializers.get(bias_initializer, self.context,
-                                                 "bias_initializer")
-        self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
-                                       bias_constraint)
-        self._activity = regularizers.get(activity_regularizer, self.context,
-                                          "activity_regularizer")
-        self._returns_scores = False
-        self._dropout_op = None
-
-    # -- the projections ----------------------------------------------------------------------
-    def _projection(self, equation, output_shape, bias_axes, name, activation=None):
-        # a fresh copy of each initializer, as Keras (query, key and value must differ)
-        layer = EinsumDense(equation, output_shape, activation=activation,
-                            bias_axes=bias_axes if self.use_bias else None,
-                            kernel_initializer=_fresh(self.kernel_initializer),
-                            bias_initializer=_fresh(self.bias_initializer),
-                            kernel_regularizer=self.kernel_regularizer,
-                            bias_regularizer=self.bias_regularizer,
-                            kernel_constraint=self.kernel_constraint,
-                            bias_constraint=self.bias_constraint,
-                            activity_regularizer=self._activity, name=name)
-        layer.nest_in(self.name)
-        return layer
+        self._set_projection_options(kernel_initializer, bias_initializer, kernel_regularizer,
+                                     bias_regularizer, activity_regularizer, kernel_constraint,
+                                     bias_constraint)
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         if len(query_shape) != 3:
@@ -114,15 +89,7 @@ class GroupedQueryAttention(Layer):
         self.feature_dim = query_shape[-1]
         self._output_dense = self._projection("bquh,uhm->bqm", (None, self.feature_dim), "m",
                                               "attention_output")
-        # Keras builds a Softmax and a Dropout sublayer here, which take the automatic names
-        # "softmax" and "dropout" (a later Dropout is "dropout_1" in Keras, and here too)
-        unique_name("Softmax")
-        unique_name("Dropout")
-        if self.dropout > 0:
-            seed = self.seed
-            if seed is None:
-                seed = int(initializers._generator[0].integers(0, 2**62))
-            self._dropout_op = DropoutOp(f"{self.name}/dropout", self.dropout, seed)
+        self._reserve_sublayers()
         self.built = True
 
     # -- the call -----------------------------------------------------------------------------
@@ -223,9 +190,7 @@ class GroupedQueryAttention(Layer):
                 "num_key_value_heads": self.num_key_value_heads, "use_bias": self.use_bias,
                 "use_gate": self.use_gate, "sliding_window": self.sliding_window,
                 "dropout": self.dropout,
-                **self.weight_regularization_config(),
-                "activity_regularizer": None if self._activity is None
-                else regularizers.serialize(self._activity), "seed": self.seed}
+                **self.projection_config(), "seed": self.seed}
 
 
 GroupQueryAttention = GroupedQueryAttention  # Keras's public name for the class

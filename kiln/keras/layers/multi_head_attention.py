@@ -14,20 +14,13 @@ causal triangle and `attention_mask` (B, T, S), all ANDed, broadcast over the he
 import math
 
 from ...graph.symbolic import SymbolicTensor, apply
-from ...ops.dropout import DropoutOp
-from .. import initializers, ops, regularizers
+from .. import ops
 from ..ops.einsum_pairs import pair_einsum
 from . import attention_masks
-from .base_layer import Layer, is_integer, unique_name
-from .einsum_dense import EinsumDense
+from .attention_projections import _AttentionProjections, positive_int
 
 
-def _positive_int(value, optional=False):
-    return (optional and value is None) or (is_integer(value) and not isinstance(value, bool)
-                                            and value > 0)
-
-
-class MultiHeadAttention(Layer):
+class MultiHeadAttention(_AttentionProjections):
     """Args: num_heads, key_dim, value_dim (default key_dim), dropout, use_bias, output_shape
     (default: the query's feature size), attention_axes (the sequence axis, the default, only),
     kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
@@ -48,7 +41,7 @@ class MultiHeadAttention(Layer):
         for argument, value, optional in (("num_heads", num_heads, False),
                                           ("key_dim", key_dim, False),
                                           ("value_dim", value_dim, True)):
-            if not _positive_int(value, optional):
+            if not positive_int(value, optional):
                 raise ValueError(f"{self.context}: argument {argument} must be a positive "
                                  f"int{' or None' if optional else ''}, got {value!r}")
         if not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
@@ -76,41 +69,19 @@ class MultiHeadAttention(Layer):
             except TypeError:
                 raise ValueError(f"{self.context}: argument output_shape must be an int, a "
                                  f"tuple or a list, got {output_shape!r}") from None
-            if len(output_shape) != 1 or not _positive_int(output_shape[0]):
+            if len(output_shape) != 1 or not positive_int(output_shape[0]):
                 raise NotImplementedError(
                     f"{self.context}: argument output_shape={output_shape!r} is not supported "
                     "yet; expected one positive int (the output's feature size)")
         self._output_shape = output_shape or None
         self._attention_axes = None if attention_axes is None else (1,)
-        self.kernel_initializer = initializers.get(kernel_initializer, self.context,
-                                                   "kernel_initializer")
-        self.bias_initializer = initializers.get(bias_initializer, self.context,
-                                                 "bias_initializer")
-        self.set_weight_regularization(kernel_regularizer, bias_regularizer, kernel_constraint,
-                                       bias_constraint)
-        self._activity = regularizers.get(activity_regularizer, self.context,
-                                          "activity_regularizer")
-        self._returns_scores = False
-        self._dropout_op = None
+        self._set_projection_options(kernel_initializer, bias_initializer, kernel_regularizer,
+                                     bias_regularizer, activity_regularizer, kernel_constraint,
+                                     bias_constraint)
 
     @property
     def attention_axes(self):
         return self._attention_axes
-
-    # -- the projections ----------------------------------------------------------------------
-    def _projection(self, equation, output_shape, bias_axes, name):
-        # a fresh copy of each initializer, as Keras: an unseeded instance draws the same
-        # values on every call, and query, key and value would start equal
-        layer = EinsumDense(equation, output_shape, bias_axes=bias_axes if self.use_bias
-                            else None, kernel_initializer=_fresh(self.kernel_initializer),
-                            bias_initializer=_fresh(self.bias_initializer),
-                            kernel_regularizer=self.kernel_regularizer,
-                            bias_regularizer=self.bias_regularizer,
-                            kernel_constraint=self.kernel_constraint,
-                            bias_constraint=self.bias_constraint,
-                            activity_regularizer=self._activity, name=name)
-        layer.nest_in(self.name)
-        return layer
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         if len(query_shape) != 3:
@@ -126,16 +97,7 @@ class MultiHeadAttention(Layer):
         self.output_dense = self._projection("abcd,cde->abe", (None, units), "e",
                                              "attention_output")
         self._attention_axes = (1,)
-        # Keras builds a Softmax and a Dropout sublayer here, whatever the rate, and they take
-        # the automatic names "softmax" and "dropout": a Dropout made after the first
-        # MultiHeadAttention is named "dropout_1" in Keras, and must be here too.
-        unique_name("Softmax")
-        unique_name("Dropout")
-        if self.dropout > 0:
-            seed = self.seed
-            if seed is None:
-                seed = int(initializers._generator[0].integers(0, 2**62))
-            self._dropout_op = DropoutOp(f"{self.name}/dropout", self.dropout, seed)
+        self._reserve_sublayers()
         self.built = True
 
     # -- the call -----------------------------------------------------------------------------
@@ -213,15 +175,6 @@ class MultiHeadAttention(Layer):
                   "value_dim": self.value_dim, "dropout": self.dropout,
                   "use_bias": self.use_bias, "use_gate": False,
                   "output_shape": self._output_shape, "attention_axes": self._attention_axes,
-                  "sliding_window": None, **self.weight_regularization_config(),
-                  "activity_regularizer": None if self._activity is None
-                  else regularizers.serialize(self._activity), "seed": self.seed}
+                  "sliding_window": None, **self.projection_config(), "seed": self.seed}
         return config
 
-
-def _fresh(initializer):
-    """A new instance from the initializer's config (Keras's `cls.from_config(get_config())`);
-    a plain function as it is."""
-    if isinstance(initializer, initializers.Initializer):
-        return type(initializer).from_config(initializer.get_config())
-    return initializer
