@@ -7,20 +7,28 @@ the weighted total loss (weighted by batch size), `<output>_loss` the same per o
 there are several, and each metric its running result since the epoch (or evaluate) began.
 """
 
+import math
+
 import numpy as np
 
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
 from ...plan.interrupts import interrupts_deferred
 
+# float64 values below this round to a finite float32 (the largest, plus half its last unit)
+FLOAT32_ROUNDS_TO_FINITE = 2.0**128 - 2.0**103
+
 
 def as_float32(loss):
     """A batch's loss as the float32 the model computes in (the heads sum in float64): one
     beyond float32's range is inf, as in Keras, so the running mean turns inf and
     TerminateOnNaN stops before the float32 gradients of the next batch overflow the
-    weights."""
-    with np.errstate(over="ignore"):
+    weights. (The range is tested here: np.errstate around the cast cost more than the rest
+    of a step's loss bookkeeping.)"""
+    loss = float(loss)
+    if abs(loss) < FLOAT32_ROUNDS_TO_FINITE:
         return float(np.float32(loss))
+    return loss if loss != loss else math.copysign(math.inf, loss)
 
 
 class LossTrackers:
