@@ -258,6 +258,17 @@ def _swap_last_two(x):
     return ops.transpose(x, order)
 
 
+def conv1d(x, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+    """`keras.ops.conv` of a (batch, steps, channels) tensor; in a model the kernel is a
+    weight from add_weight."""
+    return ops.conv(x, kernel, strides, padding, data_format, dilation_rate)
+
+
+def conv2d(x, kernel, strides=(1, 1), padding="valid", data_format=None,
+           dilation_rate=(1, 1)):
+    return ops.conv(x, kernel, strides, padding, data_format, dilation_rate)
+
+
 # -- selection -----------------------------------------------------------------------------
 def switch(condition, then_expression, else_expression):
     """then where condition, else elsewhere (either may be a function of no arguments); a
@@ -314,11 +325,11 @@ def backend():
 
 
 __all__ = ["abs", "argmax", "argmin", "backend", "batch_dot", "batch_flatten", "cast",
-           "clip", "concatenate", "constant", "count_params", "dot", "elu", "epsilon", "equal",
-           "eval", "exp", "expand_dims", "flatten", "gather", "greater", "greater_equal",
-           "int_shape", "l2_normalize", "less", "less_equal", "log", "max", "maximum", "mean",
-           "min", "minimum", "ndim", "not_equal", "ones", "ones_like", "permute_dimensions",
-           "pow", "prod", "random_normal", "relu", "repeat_elements", "reshape", "round",
-           "shape", "sigmoid", "sign", "softmax", "softplus", "softsign", "sqrt", "square",
-           "squeeze", "stack", "std", "sum", "switch", "tanh", "tile", "transpose", "var",
-           "variable", "zeros", "zeros_like"]
+           "clip", "concatenate", "constant", "conv1d", "conv2d", "count_params", "dot", "elu",
+           "epsilon", "equal", "eval", "exp", "expand_dims", "flatten", "gather", "greater",
+           "greater_equal", "int_shape", "l2_normalize", "less", "less_equal", "log", "max",
+           "maximum", "mean", "min", "minimum", "ndim", "not_equal", "ones", "ones_like",
+           "permute_dimensions", "pow", "prod", "random_normal", "relu", "repeat_elements",
+           "reshape", "round", "shape", "sigmoid", "sign", "softmax", "softplus", "softsign",
+           "sqrt", "square", "squeeze", "stack", "std", "sum", "switch", "tanh", "tile",
+           "transpose", "var", "variable", "zeros", "zeros_like"]
