@@ -38,7 +38,7 @@ HAS_MNIST = bool(DATASETS) and (Path(DATASETS) / "mnist").is_dir()
 pytestmark = pytest.mark.skipif(not HAS_MNIST, reason="needs $KILN_DATASETS/mnist")
 
 BACKEND_SCRIPTS = ["antirectifier", "mnist_siamese", "mnist_denoising_autoencoder",
-                   "mnist_transfer_cnn"]
+                   "mnist_transfer_cnn", "cifar10_cnn_capsule"]
 
 
 @pytest.mark.parametrize("name", BACKEND_SCRIPTS)
