@@ -233,6 +233,31 @@ def clear_session(free_memory=True):
         gc.collect()
 
 
+# Keras 2's tensor functions (K.mean, K.batch_dot, K.function, ...) live in backend_ops.py and
+# backend_functions.py, which import keras.ops; they are looked up on first use, because the
+# layers keras.ops depends on import this module for the settings above.
+_LAZY_MODULES = ("backend_ops", "backend_functions")
+
+
+def __getattr__(name):
+    import importlib
+
+    for module_name in _LAZY_MODULES:
+        module = importlib.import_module(f"{__package__}.{module_name}")
+        if name in getattr(module, "__all__", ()):
+            return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    import importlib
+
+    names = set(globals())
+    for module_name in _LAZY_MODULES:
+        names.update(importlib.import_module(f"{__package__}.{module_name}").__all__)
+    return sorted(names)
+
+
 def get_value(x):
     """Returns the value of a variable as a numpy array (Keras 2's `K.get_value`).
 

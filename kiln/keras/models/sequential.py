@@ -124,8 +124,13 @@ class Sequential(Model):
             # batch_input_shape on the first layer
             batch_size = (first.batch_size_arg if self._input_layer is None
                           else getattr(self._input_layer, "batch_size", None))
-            self._input_layer = InputLayer(shape=shape, name=name, dtype=dtype,
-                                           batch_size=batch_size)
+            # the input of an earlier build is kept when it reads the data the same way, as
+            # Keras keeps its InputLayer: `layer.output` (its first call's) then still comes
+            # from `model.input`, e.g. for `K.function([model.input], [layer.output])`
+            if (self._input_layer is None
+                    or self._input_layer.output_tensor.data_format != data_format):
+                self._input_layer = InputLayer(shape=shape, name=name, dtype=dtype,
+                                               batch_size=batch_size)
         finally:
             backend.set_image_data_format(saved)
         tensor = inputs = self._input_layer.output_tensor
