@@ -1,53 +1,123 @@
-"""Running Keras 2.2.4's own example scripts (tests/examples/keras2/, imports changed to kiln)
-and Keras 3 ones from keras-io (tests/examples/keras3/) on small data written in the real file
-formats into a temporary Keras cache.
+"""Running Keras 2.2.4's own example scripts and keras-io's Keras 3 ones in kiln, with only
+their imports changed, on small data written in the real file formats into a temporary Keras
+cache.
 
-A script runs as `python script.py` would (`__name__ == "__main__"`), from its text with a few
-whole lines rewritten to shorten it (epochs, data sizes); each rewrite must match exactly one
-line, so a changed script fails loudly instead of silently running long.
+The scripts are not copied into this repository. Keras 2.2.4's come from its source
+distribution on PyPI (`keras==2.2.4`, which ships the examples/ folder), downloaded once by pip
+into a test cache and checked against its sha256. keras-io's examples are on no package
+registry: their tests run when `KILN_KERAS_IO` names a keras-io checkout, and are skipped
+otherwise.
+
+A script runs as `python script.py` would (`__name__ == "__main__"`), from the original text
+with its imports pointed at kiln (`kiln_source`: the only lines changed) and a few whole lines
+rewritten to shorten it (epochs, data sizes); each rewrite must match exactly one line, so a
+changed script fails loudly instead of silently running long.
 """
 
+import hashlib
 import json
+import os
 import re
+import subprocess
 import sys
+import tarfile
+import tempfile
 import types
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-SCRIPTS = Path(__file__).resolve().parent / "keras2"
-KERAS3_SCRIPTS = SCRIPTS.parent / "keras3"
-HEADER_END = "# (end of the kiln header)\n"
-CHANGE = re.compile(r"^#   line (\d+): (.*)  ->  (.*)$")
+KERAS2_REQUIREMENT = "keras==2.2.4"
+KERAS2_SDIST = "Keras-2.2.4.tar.gz"
+KERAS2_SDIST_SHA256 = "90b610a3dbbf6d257b20a079eba3fdf2eed2158f64066a7c6f7227023fd60bc9"
+KERAS2 = "keras2"
+KERAS_IO = "keras-io"
+# keras-io's paths of the scripts the tests run
+KERAS_IO_PATHS = {
+    "timeseries_classification_from_scratch":
+        "examples/timeseries/timeseries_classification_from_scratch.py",
+    "timeseries_classification_transformer":
+        "examples/timeseries/timeseries_classification_transformer.py",
+    "text_classification_with_transformer":
+        "examples/nlp/text_classification_with_transformer.py",
+}
+# `import keras` / `from keras... import` / `from tensorflow import keras` /
+# `from tensorflow.keras... import`: the import lines a script may have, pointed at kiln
+IMPORT_REWRITES = [
+    (re.compile(r"^(\s*)import keras$"), r"\1from kiln import keras"),
+    (re.compile(r"^(\s*)from tensorflow import keras$"), r"\1from kiln import keras"),
+    (re.compile(r"^(\s*)from (?:tensorflow\.)?keras(\.\S+)? import "),
+     r"\1from kiln.keras\2 import "),
+]
 
 
-def original_and_header(name, folder=SCRIPTS):
-    text = (folder / f"{name}.py").read_text(encoding="utf-8")
-    header, body = text.split(HEADER_END)
-    return header, body
+def source_cache():
+    """Where downloaded sources are kept between runs."""
+    folder = Path(os.environ.get("KILN_TEST_CACHE") or Path.home() / ".cache" / "kiln-tests")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
-def listed_changes(name, folder=SCRIPTS):
-    """{line number: (original line, kiln line)} from the fixture's header."""
-    header, _ = original_and_header(name, folder)
-    return {int(m.group(1)): (m.group(2), m.group(3))
-            for m in map(CHANGE.match, header.splitlines()) if m}
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def script_source(name, rewrites=(), folder=SCRIPTS):
-    """The script's text with each `(old line, new line)` of `rewrites` replaced once."""
-    source = (folder / f"{name}.py").read_text(encoding="utf-8")
+def keras2_sdist():
+    """Keras 2.2.4's source distribution from PyPI, downloaded by pip on first use (into a
+    temporary folder, then moved in place, so parallel test workers never see half a file)."""
+    path = source_cache() / KERAS2_SDIST
+    if not path.exists() or sha256(path) != KERAS2_SDIST_SHA256:
+        with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                            "--no-binary", ":all:", "--dest", scratch, KERAS2_REQUIREMENT],
+                           check=True)
+            downloaded = Path(scratch) / KERAS2_SDIST
+            assert sha256(downloaded) == KERAS2_SDIST_SHA256, f"{KERAS2_SDIST} is not PyPI's"
+            os.replace(downloaded, path)
+    return path
+
+
+def original_source(name, origin=KERAS2):
+    """The script's text as its authors wrote it."""
+    if origin == KERAS2:
+        with tarfile.open(keras2_sdist()) as archive:
+            member = archive.extractfile(f"Keras-2.2.4/examples/{name}.py")
+            return member.read().decode("utf-8")
+    checkout = os.environ.get("KILN_KERAS_IO")
+    if not checkout:
+        pytest.skip("keras-io's examples are on no package registry: set KILN_KERAS_IO to a "
+                    "keras-io checkout to run this script")
+    return (Path(checkout) / KERAS_IO_PATHS[name]).read_text(encoding="utf-8")
+
+
+def kiln_import(line):
+    """`line` with a Keras import pointed at kiln; any other line as it is."""
+    for pattern, replacement in IMPORT_REWRITES:
+        if pattern.match(line):
+            return pattern.sub(replacement, line)
+    return line
+
+
+def kiln_source(name, origin=KERAS2):
+    """The original text with its Keras imports pointed at kiln, and nothing else changed."""
+    return "\n".join(map(kiln_import, original_source(name, origin).split("\n")))
+
+
+def script_source(name, rewrites=(), origin=KERAS2):
+    """The kiln source with each `(old line, new line)` of `rewrites` replaced once."""
+    source = kiln_source(name, origin)
     for old, new in rewrites:
         assert source.count(old + "\n") == 1, f"{name}.py no longer has exactly one {old!r}"
         source = source.replace(old + "\n", new + "\n")
     return source
 
 
-def run_script(name, rewrites=(), folder=SCRIPTS):
+def run_script(name, rewrites=(), origin=KERAS2):
     """Executes the (rewritten) script as __main__; returns its global namespace."""
-    path = folder / f"{name}.py"
-    namespace = {"__name__": "__main__", "__file__": str(path)}
-    exec(compile(script_source(name, rewrites, folder), str(path), "exec"), namespace)
+    path = f"{origin}/{name}.py"
+    namespace = {"__name__": "__main__", "__file__": path}
+    exec(compile(script_source(name, rewrites, origin), path, "exec"), namespace)
     return namespace
 
 

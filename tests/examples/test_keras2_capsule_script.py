@@ -1,6 +1,6 @@
-"""Keras 2's cifar10_cnn_capsule.py runs in kiln with only its imports changed
-(tests/examples/keras2/, keras-team/keras's example at a Keras 2.x commit named in its header),
-on real CIFAR-10 images (the sample shipped in $KILN_DATASETS/cifar10-sample).
+"""Keras 2's cifar10_cnn_capsule.py runs in kiln with only its imports changed (from Keras 2.2.4's
+source distribution on PyPI), on real CIFAR-10 images (the sample shipped in
+$KILN_DATASETS/cifar10-sample).
 
 Its Capsule layer is written with the Keras 2 backend: K.conv1d with its kernel weight,
 K.reshape with K.shape's batch, K.permute_dimensions, slicing, K.zeros_like, a softmax of

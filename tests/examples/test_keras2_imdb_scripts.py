@@ -1,6 +1,6 @@
 """Keras 2.2.4's IMDB scripts (imdb_cnn.py, imdb_cnn_lstm.py, imdb_bidirectional_lstm.py,
-imdb_fasttext.py, imdb_lstm.py) run in kiln with only their imports changed
-(tests/examples/keras2/), on a small imdb.npz written in Keras's format (object arrays of
+imdb_fasttext.py, imdb_lstm.py) run in kiln with only their imports changed (from Keras 2.2.4's
+source distribution on PyPI), on a small imdb.npz written in Keras's format (object arrays of
 word-index lists, 0/1 labels) plus imdb_word_index.json in a temporary Keras cache
 (`keras2_cache`). The reviews are learnable: 30% of each review's words are cue words of its
 label, so validation accuracy must end well above chance (0.5).

@@ -1,6 +1,6 @@
 """Keras 2.2.4's mnist_irnn.py and mnist_net2net.py run in kiln with only their imports changed
-(tests/examples/keras2/), on a subset of the real MNIST written as the Keras cache's mnist.npz
-(needs $KILN_DATASETS/mnist/).
+(from Keras 2.2.4's source distribution on PyPI), on a subset of the real MNIST written as the
+Keras cache's mnist.npz (needs $KILN_DATASETS/mnist/).
 
 mnist_irnn.py: SimpleRNN(100, relu, kernel RandomNormal(stddev=0.001), recurrent
 Identity(gain=1.0)) over the 784 pixels as a sequence, RMSprop(lr=1e-6). Its predictions are

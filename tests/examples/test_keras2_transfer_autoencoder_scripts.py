@@ -1,7 +1,6 @@
-"""Keras 2's mnist_denoising_autoencoder.py and mnist_transfer_cnn.py run in kiln with only
-their imports changed (tests/examples/keras2/, keras-team/keras's examples at a Keras 2.x
-commit named in each header), on a subset of the real MNIST written as the Keras cache's
-mnist.npz (needs $KILN_DATASETS/mnist/).
+"""Keras 2's mnist_denoising_autoencoder.py and mnist_transfer_cnn.py run in kiln with only their
+imports changed (from Keras 2.2.4's source distribution on PyPI), on a subset of the real MNIST
+written as the Keras cache's mnist.npz (needs $KILN_DATASETS/mnist/).
 
 mnist_denoising_autoencoder.py: an encoder and a decoder model (strided Conv2D /
 Conv2DTranspose), the decoder sized with `K.int_shape`, nested in one autoencoder trained with
