@@ -43,6 +43,7 @@ from .plan_inputs import (  # noqa: F401 (plain_desc re-exported)
 from .step_list import CallOwners, OwnedGradients, call_entries, update_entries
 from .sub_batches import SubBatchUnsupported
 from .timed_step import median_seconds, timed_step
+from .traced_penalties import plan_user_penalties
 from .weight_penalties import WeightConstraints, WeightPenalties
 
 # Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
@@ -189,6 +190,8 @@ class StepPlan:
 
         if self.losses:
             self._plan_losses(builder, owners, values)
+        if self.evaluating:
+            plan_user_penalties(builder, parameters, owners)
         if self.training:
             grads = OwnedGradients(builder, requires_grad, owners)
             for tensor, grad in self._head_grads:
@@ -203,6 +206,7 @@ class StepPlan:
                     with owners.claim(owner, "backward"):
                         result = backward(grad)
                 grads.deliver(inputs, [result] if arity == 1 else result)
+            plan_user_penalties(builder, parameters, owners)  # their gradients: parts
             builder.add_pending_sums()  # owned by the layer whose gradient each one writes
         elif not self.losses:
             self.output_arrays = []

@@ -217,6 +217,7 @@ class Layer:
         parameter = self._store.parameters[path]
         if regularizer is not None:
             parameter.l1, parameter.l2 = regularizer.coefficients()
+            parameter.penalty = regularizer.penalty_trace(shape)
         if constraint is not None:
             parameter.constraint = constraint.spec()
         weight = Weight(self._store, path, shape, trainable)
