@@ -83,6 +83,7 @@ class StepPlan:
 
     _reducer = None
     weighted = False
+    training_forward = False  # see TrainingForwardPlan
 
     def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
                  data_type=dnnl.f32, sub_batch=None, losses=None, metrics=()):
@@ -134,7 +135,8 @@ class StepPlan:
         # (weight and activity regularizers append them while they are planned), added to
         # the reported loss
         self.penalties = []
-        builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
+        builder = PlanBuilder(parameters, training=self.training or self.training_forward,
+                              data_type=data_type)
         self.builder = builder
         owners = CallOwners(builder)  # which layer, loss or metric planned each call
         self._parameter_owners = {}   # parameter name -> the layer that reads it
@@ -403,3 +405,11 @@ class StepPlan:
         """One line per call: what a step runs, in order (the plan as a reader sees it)."""
         return [call.label for call in self.calls]
 
+
+
+class TrainingForwardPlan(StepPlan):
+    """An inference plan whose ops run as in training (Keras's `model(x, training=True)`:
+    dropout drops, batch norm normalizes with the batch's statistics and updates its moving
+    ones); no loss, no backward, no update."""
+
+    training_forward = True
