@@ -68,7 +68,7 @@ def run(K, initial, weighted, calls=None):
             batches.append(float(logs["hits"]))
 
     history = model.fit(x, y, sample_weight=w, batch_size=6, epochs=2, shuffle=False,
-                        verbose=0, callbacks=[Record()])
+                        verbose=0, callbacks=[Record()], validation_data=(x[:9], y[:9]))
     evaluated = model.evaluate(x, y, sample_weight=w, batch_size=7, verbose=0,
                                return_dict=True)
     return history.history, batches, evaluated
@@ -81,15 +81,16 @@ def test_custom_metric_logs_as_keras(keras, weighted):
     initial = model.get_weights()
     history, batches, evaluated = run(kk, initial, weighted, calls)
     keras_history, keras_batches, keras_evaluated = run(keras, initial, weighted)
-    assert set(history) == set(keras_history) == {"hits", "loss"}
-    np.testing.assert_allclose(history["hits"], keras_history["hits"], rtol=1e-6)
+    assert set(history) == set(keras_history) == {"hits", "loss", "val_hits", "val_loss"}
+    for name in ("hits", "val_hits"):
+        np.testing.assert_allclose(history[name], keras_history[name], rtol=1e-6)
     # per batch: the running value since the epoch began (reset at each epoch's start)
     np.testing.assert_allclose(batches, keras_batches, rtol=1e-6)
     assert len(batches) == 8
     np.testing.assert_allclose(evaluated["hits"], keras_evaluated["hits"], rtol=1e-6)
     np.testing.assert_allclose(evaluated["loss"], keras_evaluated["loss"], rtol=1e-5)
     # one update per batch, on the whole batch's outputs (never per sample)
-    assert calls[:4] == [(6, 1), (6, 1), (6, 1), (2, 1)]
+    assert calls[:6] == [(6, 1), (6, 1), (6, 1), (2, 1), (6, 1), (3, 1)]  # then validation
 
 
 def test_custom_metric_state_calls_as_keras(keras):
