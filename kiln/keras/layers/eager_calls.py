@@ -48,6 +48,11 @@ def eager_call(layer, args, kwargs):
         return run_model(layer, args[0], training)
     from .base_layer import flatten, pack_like
 
+    for name, value in kwargs.items():
+        if any(isinstance(t, (np.ndarray, Variable, Weight)) for t in flatten([value])):
+            raise TypeError(f"{layer.context}: called on arrays, argument {name} must not be "
+                            "an array yet (pass the layer's tensors positionally, or build a "
+                            "model with keras.Input for it)")
     arrays = [_array(t, layer) for t in flatten(list(args))]
     model = _wrapper(layer, args, kwargs, arrays)
     outputs = run_model(model, arrays, training)

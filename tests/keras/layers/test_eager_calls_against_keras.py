@@ -47,6 +47,17 @@ def test_layer_called_on_arrays_as_keras(keras, make, shape):
                                atol=1e-5)
 
 
+def test_layers_of_several_inputs_called_on_arrays(keras):
+    q, v = rng_array(2, 3, 4), rng_array(2, 5, 4, seed=1)
+    attention = kk.layers.MultiHeadAttention(2, 4)
+    y = attention(q, v)  # two positional arrays
+    reference = keras.layers.MultiHeadAttention(2, 4)
+    reference(q, v)
+    reference.set_weights(attention.get_weights())
+    np.testing.assert_allclose(y, np.asarray(reference(q, v)), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(kk.layers.Concatenate()([q, q]), np.concatenate([q, q], -1))
+
+
 def test_embedding_called_on_int_ids(keras):
     ids = np.array([[1, 2, 0], [3, 3, 1]])
     layer = kk.layers.Embedding(4, 2)
@@ -114,6 +125,27 @@ def test_model_called_on_arrays_as_keras(keras, build, shape):
             np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-4, atol=1e-5)
 
 
+def test_subclassed_model_called_on_arrays_as_keras(keras):
+    def make(K):
+        class Net(K.Model):
+            def __init__(self):
+                super().__init__()
+                self.hidden = K.layers.Dense(4, activation="relu")
+                self.out = K.layers.Dense(2)
+
+            def call(self, x):
+                return self.out(self.hidden(x))
+
+        return Net()
+
+    x = rng_array(3, 5)
+    model, reference = make(kk), make(keras)
+    y = model(x)  # built from this first batch
+    reference(x)
+    reference.set_weights(model.get_weights())
+    np.testing.assert_allclose(y, np.asarray(reference(x)), rtol=1e-4, atol=1e-5)
+
+
 def test_calls_reuse_their_plan(monkeypatch):
     builds = []
     original = step_plan.StepPlan.__init__
@@ -159,3 +191,7 @@ def test_bad_eager_calls_are_refused():
         model(rng_array(2, 6, 6, 1), rng_array(2, 6, 6, 1))
     with pytest.raises(ValueError, match="shape"):
         model(rng_array(2, 5, 5, 1))
+    attention = kk.layers.MultiHeadAttention(2, 4)
+    with pytest.raises(TypeError, match="MultiHeadAttention.*attention_mask"):
+        attention(rng_array(2, 3, 4), rng_array(2, 3, 4),
+                  attention_mask=np.ones((2, 3, 3), bool))
