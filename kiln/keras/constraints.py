@@ -3,6 +3,10 @@
 A constraint projects a weight after every optimizer update. kiln applies it in the step, in
 the weight's stored layout (plan/weight_penalties.py), from the description `spec()` gives;
 calling a constraint on an array projects it with numpy, as Keras does with its ops.
+
+A user's Constraint subclass (its `__call__(w)` written with keras.ops) runs after every
+optimizer update too, on the whole weight in its Keras shape: keras.ops are numpy there, one
+vectorised call per weight and step (its `spec()` hands the engine the object itself).
 """
 
 import numpy as np
@@ -11,13 +15,18 @@ from . import backend
 
 
 class Constraint:
-    """Base class. A subclass kiln can plan defines `spec()`."""
+    """Base class: a subclass defines `__call__(w)` (keras.ops on the weight, returning the
+    projected weight of the same shape) and `get_config()`; kiln's own define `spec()`."""
 
     def __call__(self, w):
         return w
 
     def spec(self):
-        raise NotImplementedError
+        """How the step applies this constraint: a user's subclass is called on the weight
+        (("function", self)); kiln's built-in ones run a kernel (their own spec())."""
+        if type(self).__call__ is Constraint.__call__:
+            raise NotImplementedError
+        return ("function", self)
 
     def get_config(self):
         return {}
@@ -99,13 +108,26 @@ ALL = {"MaxNorm": MaxNorm, "MinMaxNorm": MinMaxNorm, "NonNeg": NonNeg, "UnitNorm
 
 
 def serialize(constraint):
-    return {"module": "keras.constraints", "class_name": type(constraint).__name__,
-            "config": constraint.get_config(), "registered_name": None}
+    """Keras 3's config of a constraint; a user's subclass as Keras writes it (its module, its
+    registered name or class name)."""
+    if type(constraint) in ALL.values():
+        return {"module": "keras.constraints", "class_name": type(constraint).__name__,
+                "config": constraint.get_config(), "registered_name": None}
+    from .saving.serialization import serialize_keras_object
+
+    config = serialize_keras_object(constraint)
+    config["registered_name"] = config["registered_name"] or type(constraint).__name__
+    return config
 
 
 def deserialize(config, custom_objects=None):
+    from .saving.serialization import _user_object
+
     objects = {**ALL, **(custom_objects or {})}
     name = config.get("class_name")
+    user = _user_object(config, custom_objects)  # registered, or in a custom_object_scope
+    if user is not None:
+        return user.from_config(config.get("config", {}))
     if name not in objects:
         raise ValueError(f"constraint: unknown class_name {name!r}; expected one of "
                          f"{sorted(objects)}")
@@ -134,5 +156,5 @@ def get(identifier, context="layer", argument="constraint"):
         else:
             return identifier
     raise ValueError(f"{context}: argument {argument} must be one of keras.constraints "
-                     f"MaxNorm, MinMaxNorm, NonNeg, UnitNorm; kiln applies them in the step, "
-                     f"other constraints are not supported yet, got {identifier!r}")
+                     f"MaxNorm, MinMaxNorm, NonNeg, UnitNorm, or a keras.constraints."
+                     f"Constraint subclass that defines __call__(w), got {identifier!r}")

@@ -4,7 +4,8 @@ A regularizer is a penalty added to the loss: `l1 * sum(|x|) + l2 * sum(x ** 2)`
 evaluate it as a Python function each step: the engine reads its two coefficients and adds the
 penalty and its gradient in the step (plan/weight_penalties.py for weights,
 ops/activity_regularization.py for layer outputs). Calling a regularizer on an array gives
-its value, as in Keras.
+its value, as in Keras. A user's Regularizer subclass whose `__call__(x)` uses keras.ops is
+traced into the step instead (regularizer_tracing.py), like a loss written with keras.ops.
 
 The gradient of `|x|` at exactly 0 is taken as 0 (sign(0)), as TensorFlow and PyTorch do; Keras
 on JAX takes 1 there, so an l1-penalized weight that sits at exactly 0 (a zero-initialized bias)
@@ -15,13 +16,35 @@ import numpy as np
 
 
 class Regularizer:
-    """Base class. A subclass kiln can plan defines `coefficients()` -> (l1, l2)."""
+    """Base class: a subclass defines `__call__(x)` with keras.ops (one value from the
+    weight, traced into the step) and `get_config()`; kiln's own define `coefficients()`
+    -> (l1, l2), which a kernel computes."""
 
     def __call__(self, x):
         return 0.0
 
+    def _traced(self):
+        return type(self).__call__ is not Regularizer.__call__ \
+            and type(self).coefficients is Regularizer.coefficients
+
     def coefficients(self):
+        """(l1, l2) of the kernel's penalty: (0, 0) for a traced regularizer."""
+        if self._traced():
+            return 0.0, 0.0
         raise NotImplementedError
+
+    def penalty_trace(self, shape=None):
+        """The trace of a user's `__call__` the plan runs (None for l1 / l2); traced once
+        now on a weight of `shape`, when given, so that a mistake shows where the weight is
+        made."""
+        if not self._traced():
+            return None
+        from .regularizer_tracing import penalty_trace
+
+        trace = penalty_trace(self)
+        if shape is not None:
+            trace(shape)
+        return trace
 
     def get_config(self):
         raise NotImplementedError(f"{type(self).__name__} does not define get_config()")
@@ -87,13 +110,26 @@ ALL = {"L1": L1, "L2": L2, "L1L2": L1L2, "l1": L1, "l2": L2, "l1_l2": L1L2}
 
 
 def serialize(regularizer):
-    return {"module": "keras.regularizers", "class_name": type(regularizer).__name__,
-            "config": regularizer.get_config(), "registered_name": None}
+    """Keras 3's config of a regularizer; a user's subclass as Keras writes it (its module, its
+    registered name or class name)."""
+    if type(regularizer) in ALL.values():
+        return {"module": "keras.regularizers", "class_name": type(regularizer).__name__,
+                "config": regularizer.get_config(), "registered_name": None}
+    from .saving.serialization import serialize_keras_object
+
+    config = serialize_keras_object(regularizer)
+    config["registered_name"] = config["registered_name"] or type(regularizer).__name__
+    return config
 
 
 def deserialize(config, custom_objects=None):
+    from .saving.serialization import _user_object
+
     objects = {**ALL, **(custom_objects or {})}
     name = config.get("class_name")
+    user = _user_object(config, custom_objects)  # registered, or in a custom_object_scope
+    if user is not None:
+        return user.from_config(config.get("config", {}))
     if name not in objects:
         raise ValueError(f"regularizer: unknown class_name {name!r}; expected one of "
                          f"{sorted(objects)}")
@@ -116,6 +152,10 @@ def get(identifier, context="layer", argument="regularizer"):
     if isinstance(identifier, type) and issubclass(identifier, Regularizer):
         identifier = identifier()
     if isinstance(identifier, Regularizer):
+        if identifier._traced() and argument == "activity_regularizer":
+            raise ValueError(f"{context}: argument activity_regularizer must be "
+                             "keras.regularizers.L1, L2 or L1L2 (a Regularizer subclass "
+                             f"works as a weight regularizer only so far), got {identifier!r}")
         try:
             identifier.coefficients()
         except NotImplementedError:
@@ -123,5 +163,5 @@ def get(identifier, context="layer", argument="regularizer"):
         else:
             return identifier
     raise ValueError(f"{context}: argument {argument} must be keras.regularizers.L1, L2 or "
-                     f"L1L2 (or their names); kiln plans their penalty into the step, other "
-                     f"regularizers are not supported yet, got {identifier!r}")
+                     f"L1L2 (or their names), or a keras.regularizers.Regularizer subclass "
+                     f"that defines __call__(x) with keras.ops, got {identifier!r}")

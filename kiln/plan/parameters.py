@@ -28,6 +28,9 @@ class Parameter:
         # plan/weight_penalties.py
         self.l1 = self.l2 = 0.0
         self.constraint = None
+        # a user's regularizer written with keras.ops: trace(keras_shape) -> (graph, the
+        # symbolic weight), planned by plan/traced_penalties.py
+        self.penalty = None
         self.user_tag = user_tag
         self.user_desc = MemoryDesc.with_tag(self.dims, dnnl.f32, user_tag)
         self.pending_value = np.ascontiguousarray(value, dtype=np.float32)
@@ -110,6 +113,7 @@ class ParameterStore:
                          self.get_value(name).reshape(parameter.keras_shape),
                          parameter.trainable)
         copy.l1, copy.l2, copy.constraint = parameter.l1, parameter.l2, parameter.constraint
+        copy.penalty = parameter.penalty
         return copy
 
     def adopt(self, parameter):

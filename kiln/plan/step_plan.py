@@ -43,6 +43,7 @@ from .plan_inputs import (  # noqa: F401 (plain_desc re-exported)
 from .step_list import CallOwners, OwnedGradients, call_entries, update_entries
 from .sub_batches import SubBatchUnsupported
 from .timed_step import median_seconds, timed_step
+from .traced_penalties import plan_user_penalties
 from .weight_penalties import WeightConstraints, WeightPenalties
 
 # Keras' backend epsilon in its norm constraints: w * desired / (epsilon + norm)
@@ -82,6 +83,7 @@ class StepPlan:
 
     _reducer = None
     weighted = False
+    training_forward = False  # see TrainingForwardPlan
 
     def __init__(self, graph, batch_size, parameters, loss_head=None, optimizer=None,
                  data_type=dnnl.f32, sub_batch=None, losses=None, metrics=()):
@@ -133,7 +135,8 @@ class StepPlan:
         # (weight and activity regularizers append them while they are planned), added to
         # the reported loss
         self.penalties = []
-        builder = PlanBuilder(parameters, training=self.training, data_type=data_type)
+        builder = PlanBuilder(parameters, training=self.training or self.training_forward,
+                              data_type=data_type)
         self.builder = builder
         owners = CallOwners(builder)  # which layer, loss or metric planned each call
         self._parameter_owners = {}   # parameter name -> the layer that reads it
@@ -189,6 +192,8 @@ class StepPlan:
 
         if self.losses:
             self._plan_losses(builder, owners, values)
+        if self.evaluating:
+            plan_user_penalties(builder, parameters, owners)
         if self.training:
             grads = OwnedGradients(builder, requires_grad, owners)
             for tensor, grad in self._head_grads:
@@ -203,6 +208,7 @@ class StepPlan:
                     with owners.claim(owner, "backward"):
                         result = backward(grad)
                 grads.deliver(inputs, [result] if arity == 1 else result)
+            plan_user_penalties(builder, parameters, owners)  # their gradients: parts
             builder.add_pending_sums()  # owned by the layer whose gradient each one writes
         elif not self.losses:
             self.output_arrays = []
@@ -399,3 +405,11 @@ class StepPlan:
         """One line per call: what a step runs, in order (the plan as a reader sees it)."""
         return [call.label for call in self.calls]
 
+
+
+class TrainingForwardPlan(StepPlan):
+    """An inference plan whose ops run as in training (Keras's `model(x, training=True)`:
+    dropout drops, batch norm normalizes with the batch's statistics and updates its moving
+    ones); no loss, no backward, no update."""
+
+    training_forward = True

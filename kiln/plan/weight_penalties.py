@@ -12,6 +12,8 @@ Constraints run after the optimizer update, as Keras applies them. The norm cons
 indices of the axes *not* reduced) by a factor of the group's norm. The group of every element
 is computed once, in the Keras layout, and reordered into the weight's stored layout with the
 same oneDNN reorder as the weight itself, so each step runs in the stored layout with no reorder.
+A user's constraint (("function", f)) is called on the whole weight in its Keras shape, read
+out of and written back into the stored layout with one reorder each way.
 """
 
 import numpy as np
@@ -143,6 +145,9 @@ class WeightConstraints:
             if constraint[0] == "non_neg":
                 self.steps.append(None)
                 continue
+            if constraint[0] == "function":
+                self.steps.append(UserConstraint(store, name, constraint[1]))
+                continue
             _, min_value, max_value, rate, axes = constraint
             groups, count = group_indices(parameter, axes)
             self.steps.append((groups, np.zeros(count, np.float32), np.float32(min_value),
@@ -156,5 +161,33 @@ class WeightConstraints:
         for (values, _), step in zip(self.segments.views(), self.steps, strict=True):
             if step is None:
                 non_negative_kernel(values)
+            elif isinstance(step, UserConstraint):
+                step.apply()
             else:
                 norm_constraint_kernel(values, *step)
+
+
+class UserConstraint:
+    """A user's constraint `f(w) -> w` on one weight: the weight in its Keras shape (one
+    reorder out of the stored layout into a buffer kept for it), `f` once, the result
+    reordered back."""
+
+    def __init__(self, store, name, function):
+        self.store, self.name, self.function = store, name, function
+        parameter = store.parameters[name]
+        self.shape = parameter.keras_shape
+        self.keras_value = Memory(parameter.user_desc)
+
+    def apply(self):
+        parameter = self.store.parameters[self.name]
+        reorder_now(parameter.value, self.keras_value)
+        array = self.keras_value.as_array()
+        result = self.function(array[:int(np.prod(self.shape))].reshape(self.shape))
+        result = np.asarray(result.numpy() if hasattr(result, "numpy") else result,
+                            dtype=np.float32)
+        if result.shape != self.shape:
+            raise ValueError(f"constraint {type(self.function).__name__} of weight "
+                             f"'{self.name}': returned shape {result.shape}, expected the "
+                             f"weight's shape {self.shape}")
+        array[:result.size] = result.reshape(-1)
+        reorder_now(self.keras_value, parameter.value)

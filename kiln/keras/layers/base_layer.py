@@ -21,6 +21,7 @@ from .. import constraints, initializers, regularizers
 from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by the layers)
 from .custom_weights import keras_weight
 from .dtype_policies import checked_policy_name, dtype_name, policy_config  # noqa: F401
+from .eager_calls import eager_call, is_eager_call
 from .layer_masks import deliver_mask, set_output_masks, with_mask_of
 from .layer_tracing import (
     auto_config,
@@ -217,6 +218,7 @@ class Layer:
         parameter = self._store.parameters[path]
         if regularizer is not None:
             parameter.l1, parameter.l2 = regularizer.coefficients()
+            parameter.penalty = regularizer.penalty_trace(shape)
         if constraint is not None:
             parameter.constraint = constraint.spec()
         weight = Weight(self._store, path, shape, trainable)
@@ -338,6 +340,8 @@ class Layer:
         raise NotImplementedError(f"{self.context}: a layer must implement call()")
 
     def __call__(self, *args, **kwargs):
+        if is_eager_call(args, kwargs):  # on arrays: through a cached plan (eager_calls.py)
+            return eager_call(self, args, kwargs)
         tensors = [t for t in flatten([args, kwargs]) if t is not None]
         if not args or not all(isinstance(t, (SymbolicTensor, bool, int, float, str))
                                for t in tensors):

@@ -108,6 +108,6 @@ def bind_dims(weight, dims, tag, context):
                             parameter.pending_value.reshape(parameter.keras_shape),
                             parameter.trainable)
     replacement.l1, replacement.l2 = parameter.l1, parameter.l2
-    replacement.constraint = parameter.constraint
+    replacement.constraint, replacement.penalty = parameter.constraint, parameter.penalty
     store.parameters[weight.path] = replacement
     store.stale = True

@@ -52,7 +52,7 @@ from .loss import (
     SquaredHinge,
     reduce_weighted_values,
 )
-from .registry import get
+from .registry import deserialize, get, serialize
 
 __all__ = [
     "KLD", "MAE", "MAPE", "MSE", "MSLE", "BinaryCrossentropy", "CategoricalCrossentropy",
@@ -60,9 +60,10 @@ __all__ = [
     "LossFunctionWrapper", "MeanAbsoluteError", "MeanAbsolutePercentageError",
     "MeanSquaredError", "MeanSquaredLogarithmicError", "Poisson",
     "SparseCategoricalCrossentropy", "SquaredHinge", "binary_crossentropy",
-    "categorical_crossentropy", "cosine_proximity", "cosine_similarity", "get", "hinge",
+    "categorical_crossentropy", "cosine_proximity", "cosine_similarity", "deserialize", "get",
+    "hinge",
     "huber", "kl_divergence", "kld", "kullback_leibler_divergence", "log_cosh", "logcosh",
     "mae", "mape", "mean_absolute_error", "mean_absolute_percentage_error",
     "mean_squared_error", "mean_squared_logarithmic_error", "mse", "msle", "poisson",
-    "reduce_weighted_values", "sparse_categorical_crossentropy", "squared_hinge",
+    "reduce_weighted_values", "serialize", "sparse_categorical_crossentropy", "squared_hinge",
 ]

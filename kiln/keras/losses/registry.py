@@ -84,11 +84,32 @@ def head_for(fn, name, kwargs):
     return None
 
 
+def serialize(loss):
+    """Keras 3's `keras.losses.serialize`: a Loss object's config dict, a function's
+    reference by name, a name as it is."""
+    from ..saving.serialization import serialize_keras_object
+
+    return serialize_keras_object(loss)
+
+
+def deserialize(config, custom_objects=None):
+    """Keras 3's `keras.losses.deserialize`: the loss a `serialize()` output describes."""
+    from ..saving.serialization import deserialize_loss
+
+    loss = deserialize_loss(config, custom_objects)
+    return get(loss) if not isinstance(loss, dict) else loss
+
+
 def get(identifier):
-    """A Loss object for a name, function, class or instance (`keras.losses.get`); None
-    stays None (an output without a loss)."""
+    """A Loss object for a name, function, class, instance or serialized config
+    (`keras.losses.get`); None stays None (an output without a loss)."""
     if identifier is None or isinstance(identifier, loss_module.Loss):
         return identifier
+    if isinstance(identifier, dict):
+        if "class_name" not in identifier:
+            raise ValueError(f"keras.losses.get: a config dict needs a 'class_name' (the "
+                             f"output of keras.losses.serialize), got {identifier!r}")
+        return deserialize(identifier)
     if isinstance(identifier, str):
         if identifier in CLASSES:
             return CLASSES[identifier]()

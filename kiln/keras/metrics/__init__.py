@@ -88,11 +88,31 @@ _FUNCTION_CLASSES = {categorical_accuracy: CategoricalAccuracy,
                      mean_absolute_error: MeanAbsoluteError}
 
 
+def serialize(metric):
+    """Keras 3's `keras.metrics.serialize`: a Metric's config dict, a function by name."""
+    from ..saving.serialization import serialize_keras_object
+
+    return serialize_keras_object(metric)
+
+
+def deserialize(config, custom_objects=None):
+    """Keras 3's `keras.metrics.deserialize`: the metric a `serialize()` output describes."""
+    from ..saving.serialization import deserialize_metric
+
+    return get(deserialize_metric(config, custom_objects))
+
+
 def get(identifier):
-    """A Metric for a name, class, function or Metric (`keras.metrics.get`); 'accuracy' and
-    'acc' are resolved by compile, which knows the loss and output shape."""
+    """A Metric for a name, class, function, Metric or serialized config
+    (`keras.metrics.get`); 'accuracy' and 'acc' are resolved by compile, which knows the
+    loss and output shape."""
     if isinstance(identifier, Metric):
         return identifier
+    if isinstance(identifier, dict):
+        if "class_name" not in identifier:
+            raise ValueError(f"keras.metrics.get: a config dict needs a 'class_name' (the "
+                             f"output of keras.metrics.serialize), got {identifier!r}")
+        return deserialize(identifier)
     if isinstance(identifier, str):
         cls = _CLASSES.get(identifier) or _NAMES.get(identifier)
         if cls is not None:
@@ -120,6 +140,7 @@ __all__ = ["AUC", "Accuracy", "BinaryAccuracy", "BinaryCrossentropy", "Categoric
            "Poisson", "Precision", "Recall", "RootMeanSquaredError",
            "SparseCategoricalAccuracy", "SparseCategoricalCrossentropy",
            "SparseTopKCategoricalAccuracy", "SquaredHinge", "TopKCategoricalAccuracy",
-           "accuracy", "binary_accuracy", "categorical_accuracy", "cosine_similarity", "get",
+           "accuracy", "binary_accuracy", "categorical_accuracy", "cosine_similarity",
+           "deserialize", "get", "serialize",
            "sparse_categorical_accuracy", "sparse_top_k_categorical_accuracy",
            "top_k_categorical_accuracy"]

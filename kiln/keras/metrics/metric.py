@@ -5,9 +5,16 @@ adds each batch into that array (`plan_update`), reading the model output the lo
 in a plain buffer; a metric without a kernel (a user function) is updated from the same
 buffers after the step (`after_step`). `update_state` on numpy arrays does the same outside a
 plan (users, tests). The array is reset in place: plans keep pointing at it.
+
+A user's Metric subclass keeps its state in variables it makes with Keras 3's
+`add_variable(shape, initializer, dtype, aggregation, name)` (or `add_weight`) and updates
+them with keras.ops in `update_state`: in fit / evaluate that runs after each step on the
+whole batch's outputs and labels (keras.ops are vectorised numpy there, one call per batch).
 """
 
 import numpy as np
+
+from ..variables import Variable
 
 
 def _to_snake(name):
@@ -26,9 +33,33 @@ class Metric:
         self.name = name or _to_snake(type(self).__name__)
         self.dtype = dtype or "float32"
         self.state = np.zeros(2, dtype=np.float64)
+        self._variables = []
+
+    # -- a user's state (Keras 3's metric variables) --------------------------------------------
+    def add_variable(self, shape, initializer, dtype=None, aggregation="sum", name=None):
+        """A non-trainable state variable (keras.Variable) that reset_state() sets to 0."""
+        if "_variables" not in self.__dict__:
+            raise RuntimeError(f"metric {type(self).__name__}: call super().__init__() in "
+                               "__init__ before add_variable()")
+        variable = Variable(initializer=initializer, shape=shape, dtype=dtype or self.dtype,
+                            trainable=False, aggregation=aggregation,
+                            synchronization="on_read", name=name)
+        self._variables.append(variable)
+        return variable
+
+    def add_weight(self, shape=(), initializer=None, dtype=None, name=None):
+        """Keras 3's alias of add_variable (initializer None: zeros)."""
+        return self.add_variable(shape=shape, initializer=initializer or "zeros",
+                                 dtype=dtype, name=name)
+
+    @property
+    def variables(self):
+        return list(self.__dict__.get("_variables", ()))
 
     def reset_state(self):
         self.state[...] = 0.0
+        for variable in self.variables:  # as Keras: every variable back to zeros
+            variable.assign(np.zeros(variable.shape, dtype=variable.dtype))
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         raise NotImplementedError
@@ -36,15 +67,11 @@ class Metric:
     def result(self):
         raise NotImplementedError
 
-    def __call__(self, y_true, y_pred, sample_weight=None):
-        """Keras' stateless call: the result on this data alone."""
-        saved = self.state.copy()
-        self.reset_state()
-        try:
-            self.update_state(y_true, y_pred, sample_weight)
-            return self.result()
-        finally:
-            self.state[...] = saved
+    def __call__(self, *args, **kwargs):
+        """As Keras 3's Metric.__call__: update_state(*args, **kwargs), then result() (the
+        state keeps this data: a second call reports both)."""
+        self.update_state(*args, **kwargs)
+        return self.result()
 
     # -- in a plan ------------------------------------------------------------------------------
     def plan_update(self, builder, view, weights):

@@ -24,7 +24,7 @@ from ...graph.symbolic import SymbolicTensor, tracing
 from ...graph.topology import Graph
 from ...plan.parameters import ParameterStore
 from ...plan.plan_cache import PlanCache
-from ...plan.step_plan import StepPlan
+from ...plan.step_plan import StepPlan, TrainingForwardPlan
 from ..layers.base_layer import Layer, flatten, unique_name
 from ..layers.dtype_policies import model_policy
 from ..layers.input_layer import Input, InputLayer
@@ -302,6 +302,9 @@ class Model(Trainer, Layer):
         """A StepPlan of `layer_graph` (the model's, or a concrete one of a model with None
         axes) for one batch size."""
         data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
+        if training == "forward":  # `model(x, training=True)`: training ops, no backward
+            return TrainingForwardPlan(fuse(layer_graph, self._plan_rules, "training"),
+                                       batch_size, self.store, data_type=data_type)
         kind = "training" if training else "inference"  # evaluation: inference forward
         if training or evaluate:
             losses = self._compile_loss.output_losses()

@@ -12,6 +12,8 @@ output's width and the loss's labels, as Keras decides. Only `weighted_metrics` 
 weights, as in Keras 3.
 """
 
+import numpy as np
+
 from ...plan.loss_plan import OutputLoss
 from .. import losses as losses_module
 from .. import metrics as metrics_module
@@ -184,7 +186,14 @@ class CompileMetrics:
             metric.reset_state()
 
     def results(self):
-        return {name: metric.result() for name, metric, _, _ in self.entries}
+        return {name: _log_value(metric.result()) for name, metric, _, _ in self.entries}
+
+
+def _log_value(value):
+    """A result as logs hold it: a float for one value (a user's result() may return a 0-d
+    array or a keras.Variable)."""
+    value = value.numpy() if hasattr(value, "numpy") else value
+    return float(value) if np.ndim(value) == 0 else np.asarray(value)
 
 
 class MetricPlanner:
