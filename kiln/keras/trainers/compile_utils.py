@@ -55,9 +55,6 @@ class CompileLoss:
     """Args: loss, loss_weights as given to compile()."""
 
     def __init__(self, loss, loss_weights=None):
-        if loss is None:
-            raise ValueError("compile: argument loss is required to train (a loss name, "
-                             "function or keras.losses object)")
         if loss_weights is not None and not isinstance(loss_weights, (list, tuple, dict,
                                                                       int, float)):
             raise ValueError(f"compile: argument loss_weights must be a float (one output) or "
@@ -86,7 +83,11 @@ class CompileLoss:
             if hasattr(head, "trace"):  # a user's loss: traced now, so mistakes show here
                 head.trace(model.outputs[index])
             self.entries.append((index, loss, 1.0 if weight is None else float(weight), name))
-        if not self.entries:
+        if not self.entries and not model._added_losses():
+            if self.user_loss is None:
+                raise ValueError("compile: argument loss is required to train (a loss name, "
+                                 "function or keras.losses object), unless the model adds "
+                                 "its losses itself (add_loss, compute_loss)")
             raise ValueError("compile: argument loss gives no output a loss")
         if isinstance(self.user_loss, dict) and isinstance(
                 getattr(model, "_output_structure", None), dict):
