@@ -41,6 +41,8 @@ class CompiledLossStandIn:
     __radd__ = __add__
 
     def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
         raise NotImplementedError(
             f"{self.model.context}: compute_loss used .{name} of the loss "
             "super().compute_loss() returned; kiln plans the compiled loss itself, so an "

@@ -83,7 +83,8 @@ class CompileLoss:
             if hasattr(head, "trace"):  # a user's loss: traced now, so mistakes show here
                 head.trace(model.outputs[index])
             self.entries.append((index, loss, 1.0 if weight is None else float(weight), name))
-        if not self.entries and not model._added_losses():
+        added = model._added_losses()  # (a compute_loss override is traced now)
+        if not self.entries and not added:
             if self.user_loss is None:
                 raise ValueError("compile: argument loss is required to train (a loss name, "
                                  "function or keras.losses object), unless the model adds "
