@@ -30,10 +30,14 @@ from .core import (
 
 
 def loss_value(tensor):
-    """`tensor` (a reduction to one value for the batch, or per sample as (None, 1)
+    """`tensor` (a reduction to one value for the batch, or per sample as (None, 1, ...)
     standing for (None,)) marked as a loss value: what is computed from it is one too, and a
     layer or a model output refuses it (keras/layers/layer_losses.py), so its stand-in shape
-    never reaches a layer. Inside a traced loss it is what the loss returns."""
+    never reaches a layer. Inside a traced loss it is what the loss returns; elsewhere (an
+    add_loss or compute_loss term) it is reshaped to (None, 1), so that two such values of
+    different ranks (a reconstruction summed over an image, a KL term) add up as in Keras."""
+    if len(tensor.dims) > 2 and not in_traced_loss():
+        tensor = apply(ReshapeOp(op_name("reshape"), (1,), tensor.data_format), tensor)
     tensor.loss_value = True
     return tensor
 
