@@ -1,7 +1,8 @@
 """StepPlan: a model's graph compiled for one batch shape into a flat list of bound calls.
 
 Training plan:  input reorder -> forward (fused primitives, nodes in topological order) ->
-                loss heads (one per output with a loss, see loss_plan.py) and metric kernels ->
+                loss heads (one per output with a loss, see loss_plan.py), add_loss terms
+                (added_losses.py) and metric kernels ->
                 backward in reverse order, gradients summed where a tensor has several
                 consumers -> optimizer update over the packed parameter arena.
 Evaluation plan: the same loss heads and metric kernels after a forward_inference forward,
@@ -95,7 +96,7 @@ class StepPlan:
             # table's loss-head rules decide which heads apply the final activation
             graph = fuse_heads(graph, {loss.output: loss.head for loss in self.losses})
         self.graph = graph
-        scored = bool(self.losses or graph.added_losses)  # a loss to compute
+        scored = bool(self.losses or graph.added_losses)  # heads or add_loss terms
         self.training = scored and optimizer is not None
         self.evaluating = scored and optimizer is None
         self.heads = resolve(graph, self.losses, batch_size) if self.losses else []
@@ -271,8 +272,7 @@ class StepPlan:
         self.weighted = True
 
     def _plan_losses(self, builder, owners, values, requires_grad):
-        """The loss heads, the added losses and the metric kernels after the forward (see
-        loss_plan.py, added_losses.py)."""
+        """The loss heads, added losses and metric kernels after the forward (loss_plan.py)."""
         self._head_grads = []
         for view in self.heads:
             with owners.claim(view.loss.head.name, "loss"):
@@ -288,8 +288,8 @@ class StepPlan:
         self.weight_arrays = [view.weights for view in self.heads]
         self.output_arrays = [view.outputs for view in self.heads]
         # the one output's labels and outputs (bench, tests); none with added losses alone
-        self.labels = self.label_arrays[0] if self.heads else None
-        self.outputs = self.output_arrays[0] if self.heads else None
+        self.labels, self.outputs = next(zip(self.label_arrays, self.output_arrays,
+                                             strict=True), (None, None))
         # (total loss, accuracy of the first head): the weighted total is summed after the
         # calls, with the regularization penalties (see _build)
         self.stats = np.zeros(2, dtype=np.float64)
@@ -304,8 +304,7 @@ class StepPlan:
         for penalty in self.penalties:
             total += penalty[0]
         stats[0] = total + self._penalty[0]
-        if self._head_stats:
-            stats[1] = self._head_stats[0][1] / len(self.labels)
+        stats[1] = self._head_stats[0][1] / len(self.labels) if self._head_stats else 0.0
         return stats
 
     def _plan_sub_batches(self, builder, owners, ops, tensor, count):

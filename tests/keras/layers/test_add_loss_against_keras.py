@@ -26,9 +26,10 @@ def kl_model(K, returns_input=False):
 
     class PerSamplePenalty(K.layers.Layer):
         """Adds 0.01 * sum(x^2) per sample: shape (batch,), which Keras 3 sums over the
-        batch (not a mean)."""
+        batch (not a mean). (Its call() takes `training`, which kiln calls once more to
+        check: that call's loss must not count.)"""
 
-        def call(self, x):
+        def call(self, x, training=None):
             self.add_loss(0.01 * K.ops.sum(K.ops.square(x), axis=-1))
             return x
 
@@ -102,6 +103,23 @@ def test_predict_leaves_the_losses_out_and_losses_lists_as_keras():
     assert kiln_model.get_layer("kl").losses == []
 
 
+def test_a_sequential_model_with_an_add_loss_layer():
+    def build(K):
+        class ActivityPenalty(K.layers.Layer):
+            def call(self, inputs):
+                self.add_loss(1e-2 * K.ops.sum(inputs))
+                return inputs
+
+        return K.Sequential([K.Input((5,)), K.layers.Dense(4, name="first"),
+                             ActivityPenalty(name="penalty"), K.layers.Dense(2, name="last")])
+
+    kiln_model, keras_model = pair(build, loss="mse")
+    x, y = data(8)[:, :5], data(8, seed=1)[:, :2]
+    for step in range(2):
+        close(kiln_model.train_on_batch(x, y), keras_model.train_on_batch(x, y), step)
+        assert_weights_close(kiln_model, keras_model, f"after step {step + 1}")
+
+
 def test_weight_regularization_penalties_are_listed_with_their_values():
     keras = real_keras()
 
@@ -132,3 +150,18 @@ def test_no_loss_at_all_is_refused_at_compile():
     model = kk.Model(inputs, kk.layers.Dense(2)(inputs))
     with pytest.raises(ValueError, match="argument loss is required.*add_loss"):
         model.compile(optimizer="sgd")
+
+
+def test_add_loss_with_none_axes_in_the_input_is_refused():
+    class Penalty(kk.layers.Layer):
+        def call(self, x):
+            self.add_loss(kk.ops.mean(kk.ops.square(x)))
+            return x
+
+    inputs = kk.Input((None, 3))
+    model = kk.Model(inputs, kk.layers.Dense(2)(Penalty()(inputs)))
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.zeros((2, 5, 3), np.float32)
+    with pytest.raises(NotImplementedError, match="add_loss in a model with None axes"):
+        model.train_on_batch(x, np.zeros((2, 5, 2), np.float32))
+    assert model.predict(x, verbose=0).shape == (2, 5, 2)  # inference has no loss
