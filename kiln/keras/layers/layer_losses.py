@@ -60,7 +60,11 @@ class LayerLosses:
         if collecting:
             collecting[-1].extend(tensors)
         else:
+            self._check_own_losses(tensors)
             self.__dict__.setdefault("_own_losses", []).extend(tensors)
+
+    def _check_own_losses(self, tensors):
+        """Called for losses added outside any call (a model checks and replans)."""
 
     @property
     def losses(self):

@@ -66,6 +66,25 @@ class ModelLosses:
                 unique.append(tensor)
         return unique
 
+    def _check_own_losses(self, tensors):
+        """Keras 2's `model.add_loss(tensor)`: the tensor must come from the model's inputs;
+        the plans made before it are dropped (the next step plans the loss too)."""
+        inputs = {id(t) for t in getattr(self, "inputs", None) or ()}
+        for tensor in tensors if inputs else ():
+            stack, seen = [tensor], set()
+            while stack:
+                source = stack.pop()
+                if id(source) in inputs or id(source) in seen:
+                    continue
+                seen.add(id(source))
+                if source.node is None:
+                    raise ValueError(
+                        f"{self.context}: add_loss: the loss '{tensor.name}' depends on "
+                        f"'{source.name}' {source.shape}, which is not one of the model's "
+                        f"inputs {[t.name for t in self.inputs]}")
+                stack.extend(source.node.inputs)
+        self._plans = {}
+
     def _layer_losses(self):
         """What add_loss received: in the layer calls of the graph, in the model's own
         call(), and (Keras 2) on the model itself."""

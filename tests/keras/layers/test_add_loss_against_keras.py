@@ -165,3 +165,18 @@ def test_add_loss_with_none_axes_in_the_input_is_refused():
     with pytest.raises(NotImplementedError, match="add_loss in a model with None axes"):
         model.train_on_batch(x, np.zeros((2, 5, 2), np.float32))
     assert model.predict(x, verbose=0).shape == (2, 5, 2)  # inference has no loss
+
+
+def test_a_loss_added_to_the_model_must_come_from_its_inputs_and_replans():
+    inputs, other = kk.Input((4,), name="x"), kk.Input((4,), name="other")
+    outputs = kk.layers.Dense(4)(inputs)
+    model = kk.Model(inputs, outputs)
+    with pytest.raises(ValueError, match=r"add_loss: the loss .* depends on 'other'"):
+        model.add_loss(kk.ops.mean(kk.ops.square(outputs - other)))
+    model.compile(optimizer="sgd", loss="mse")
+    x = data(4)[:, :4]
+    before = model.test_on_batch(x, x)
+    model.add_loss(kk.ops.mean(kk.ops.square(outputs)))  # Keras 2's model.add_loss
+    assert model.test_on_batch(x, x) == pytest.approx(
+        before + float(np.mean(model.predict(x, verbose=0) ** 2)), rel=1e-5)
+    assert len(model.losses) == 1  # listed, as Keras 2 lists a model's added losses
