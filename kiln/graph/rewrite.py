@@ -83,7 +83,7 @@ def fuse(graph, rules, plan="training", heads=None):
         raise ValueError("fuse: the loss-head rules have already run on this graph")
     rules = [rule for rule in rules if rule.applies_to(plan)]
     nodes = list(graph.nodes)
-    outputs = {id(t) for t in graph.outputs}
+    outputs = {id(t) for t in graph.ends}
     single = [rule.function for rule in rules if rule.kind == PAIR]
     merging = [rule.function for rule in rules if rule.kind == MERGE]
     while _fold_once(nodes, outputs, single) or _fold_merge_once(nodes, outputs, merging):
@@ -188,4 +188,4 @@ def _fuse_heads(graph, rules, heads):
             break
     nodes = [replaced.get(id(node), node) for node in graph.nodes if id(node) not in dropped]
     return Graph(graph.inputs, outputs, nodes, fused_heads=fused,
-                 output_masks=graph.output_masks)
+                 output_masks=graph.output_masks, added_losses=graph.added_losses)

@@ -118,6 +118,10 @@ class SymbolicTensor:
         return f"<SymbolicTensor name={self.name} shape={self.shape}>"
 
     # -- numpy is refused (it would need values), operators are keras.ops --------------------
+    # a value only a loss reads (keras.ops reduced it to one per sample or for the batch);
+    # what is computed from it is one too
+    loss_value = False
+
     __array_priority__ = 1000  # numpy defers `array + tensor` to the tensor's operators
 
     def __array__(self, dtype=None, copy=None):
@@ -209,4 +213,6 @@ def apply(op, inputs, flattened=None):
     node = Node(op, tensors)
     node.output = SymbolicTensor((batch, *out[1:]), first.data_format,
                                  keep_flat if flattened is None else flattened, node)
+    if any(t.loss_value for t in tensors):
+        node.output.loss_value = True
     return node.output

@@ -16,17 +16,23 @@ class Graph:
     before the final activation it applies itself (the loss-head rules of rules.py): such
     an output is then the activation's input, or a node whose activation was taken out.
     None until the loss-head rules have run on the graph ({} when they fused nothing).
+
+    `added_losses`: tensors the plan sums into the loss (Keras's add_loss), computed from the
+    inputs like the outputs; rewrites treat them as outputs (kiln/plan/added_losses.py).
     """
 
-    def __init__(self, inputs, outputs, nodes=None, fused_heads=None, output_masks=None):
+    def __init__(self, inputs, outputs, nodes=None, fused_heads=None, output_masks=None,
+                 added_losses=()):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        self.added_losses = list(added_losses)
         # the Keras mask of each output (None where it has none): a loss weights the steps
         # of a sequence output by it, so its nodes are planned too
         self.output_masks = (list(output_masks) if output_masks is not None
                              else [getattr(t, "_keras_mask", None) for t in self.outputs])
         if nodes is None:
-            roots = self.outputs + [m for m in self.output_masks if m is not None]
+            roots = (self.outputs + [m for m in self.output_masks if m is not None]
+                     + self.added_losses)
             nodes = topological_nodes(self.inputs, roots)
         self.nodes = nodes
         self.consumers = consumers(self.nodes)
@@ -43,7 +49,18 @@ class Graph:
 
     def with_nodes(self, nodes):
         """The same inputs and outputs computed by rewritten `nodes` (fusion)."""
-        return Graph(self.inputs, self.outputs, nodes, self.fused_heads, self.output_masks)
+        return Graph(self.inputs, self.outputs, nodes, self.fused_heads, self.output_masks,
+                     self.added_losses)
+
+    def with_added_losses(self, losses):
+        """This graph (before any rewrite) with the nodes computing `losses` too."""
+        return Graph(self.inputs, self.outputs, output_masks=self.output_masks,
+                     added_losses=losses)
+
+    @property
+    def ends(self):
+        """The tensors someone outside the graph's nodes reads: outputs and added losses."""
+        return self.outputs + self.added_losses
 
     @property
     def ops(self):

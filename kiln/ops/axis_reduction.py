@@ -60,6 +60,8 @@ class AxisReductionOp(Op):
         desc = source.desc
         out_dims = self.output_dims(x.dims)
         small = keras_layout(out_dims, x.data_format, False, desc.data_type)
+        if tuple(out_dims) == tuple(x.dims):  # every reduced axis has size 1: the identity
+            return self._identity(builder, x, small, need_input_grad)
         alg = ALGORITHMS[self.mode]
         shapes = f"{self.mode} '{self.name}' {desc} -> {list(out_dims)}"
         fwd = builder.primitive(*descriptor("dnnl_reduction_primitive_desc_create", "reduction",
@@ -93,5 +95,19 @@ class AxisReductionOp(Op):
             zeros.storage[:] = 0
             return broadcast(dnnl.binary_add, zeros, grad,
                              eltwise(dnnl.eltwise_linear, scale), "backward")
+
+        return x.with_memory(output), backward
+
+    def _identity(self, builder, x, small, need_input_grad):
+        """A reduction over axes of size 1 (a mean over one channel), which oneDNN refuses
+        (its source and destination would have the same dims): the values in Keras order,
+        and the gradient as it comes."""
+        output = builder.reorder(x.memory, small, f"{self.name} {self.mode} of one value")
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            return builder.reorder(output_grad, x.memory.desc,
+                                   f"{self.name} gradient to layout", backward=True)
 
         return x.with_memory(output), backward

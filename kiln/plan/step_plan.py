@@ -1,7 +1,8 @@
 """StepPlan: a model's graph compiled for one batch shape into a flat list of bound calls.
 
 Training plan:  input reorder -> forward (fused primitives, nodes in topological order) ->
-                loss heads (one per output with a loss, see loss_plan.py) and metric kernels ->
+                loss heads (one per output with a loss, see loss_plan.py), add_loss terms
+                (added_losses.py) and metric kernels ->
                 backward in reverse order, gradients summed where a tensor has several
                 consumers -> optimizer update over the packed parameter arena.
 Evaluation plan: the same loss heads and metric kernels after a forward_inference forward,
@@ -30,6 +31,7 @@ from ..binding.memory import Memory
 from ..graph.rules import fuse_heads
 from ..ops.tensor import CHANNELS_LAST, Tensor, logical_dims  # noqa: F401 (re-exported)
 from . import sub_batches
+from .added_losses import plan_added_losses
 from .builder import PlanBuilder
 from .interrupts import interrupts_deferred
 from .loss_plan import OutputLoss, plan_heads, resolve
@@ -96,8 +98,9 @@ class StepPlan:
             # table's loss-head rules decide which heads apply the final activation
             graph = fuse_heads(graph, {loss.output: loss.head for loss in self.losses})
         self.graph = graph
-        self.training = bool(self.losses) and optimizer is not None
-        self.evaluating = bool(self.losses) and optimizer is None
+        scored = bool(self.losses or graph.added_losses)  # heads or add_loss terms
+        self.training = scored and optimizer is not None
+        self.evaluating = scored and optimizer is None
         self.heads = resolve(graph, self.losses, batch_size) if self.losses else []
         # nodes whose op a loss head changed (graph.fused_heads): they end the sliced front
         self._head_nodes = {id(fused.node) for fused in (graph.fused_heads or {}).values()
@@ -167,7 +170,7 @@ class StepPlan:
             planned = {id(node) for node in front}
         # readers of each tensor: the graph's ops and the model's outputs (their losses)
         consumers = {}
-        for tensor in [t for node in graph.nodes for t in node.inputs] + list(graph.outputs):
+        for tensor in [t for node in graph.nodes for t in node.inputs] + graph.ends:
             consumers[id(tensor)] = consumers.get(id(tensor), 0) + 1
         for key, value in values.items():  # the inputs, a sub-batched front's output
             value.consumers = consumers.get(key, 0)
@@ -190,8 +193,8 @@ class StepPlan:
                 op, dims, parameters)
             backwards.append((node.output, node.inputs, backward, 0 if many else 1, op.name))
 
-        if self.losses:
-            self._plan_losses(builder, owners, values)
+        if self.training or self.evaluating:
+            self._plan_losses(builder, owners, values, requires_grad)
         if self.evaluating:
             plan_user_penalties(builder, parameters, owners)
         if self.training:
@@ -210,7 +213,7 @@ class StepPlan:
                 grads.deliver(inputs, [result] if arity == 1 else result)
             plan_user_penalties(builder, parameters, owners)  # their gradients: parts
             builder.add_pending_sums()  # owned by the layer whose gradient each one writes
-        elif not self.losses:
+        elif not self.evaluating:
             self.output_arrays = []
             for tensor in graph.outputs:
                 value = values[id(tensor)]
@@ -274,12 +277,14 @@ class StepPlan:
             view.weights[...] = array
         self.weighted = True
 
-    def _plan_losses(self, builder, owners, values):
-        """The loss heads and metric kernels after the forward (see loss_plan.py)."""
+    def _plan_losses(self, builder, owners, values, requires_grad):
+        """The loss heads, added losses and metric kernels after the forward (loss_plan.py)."""
         self._head_grads = []
         for view in self.heads:
             with owners.claim(view.loss.head.name, "loss"):
                 self._head_grads.extend(plan_heads(builder, [view], values, self.training))
+        self._head_grads.extend(plan_added_losses(builder, owners, self.graph.added_losses,
+                                                  values, requires_grad, self.training))
         self.metric_updates = []  # after-step updates of metrics without a kernel
         for metric in self.metrics:
             # a metric planner may name itself; one planning several metrics is "metrics"
@@ -288,8 +293,9 @@ class StepPlan:
         self.label_arrays = [view.labels for view in self.heads]
         self.weight_arrays = [view.weights for view in self.heads]
         self.output_arrays = [view.outputs for view in self.heads]
-        self.labels = self.label_arrays[0]  # the one output's labels (bench, tests)
-        self.outputs = self.output_arrays[0]
+        # the one output's labels and outputs (bench, tests); none with added losses alone
+        self.labels, self.outputs = next(zip(self.label_arrays, self.output_arrays,
+                                             strict=True), (None, None))
         # (total loss, accuracy of the first head): the weighted total is summed after the
         # calls, with the regularization penalties (see _build)
         self.stats = np.zeros(2, dtype=np.float64)
@@ -304,7 +310,7 @@ class StepPlan:
         for penalty in self.penalties:
             total += penalty[0]
         stats[0] = total + self._penalty[0]
-        stats[1] = self._head_stats[0][1] / len(self.labels)
+        stats[1] = self._head_stats[0][1] / len(self.labels) if self._head_stats else 0.0
         return stats
 
     def _plan_sub_batches(self, builder, owners, ops, tensor, count):

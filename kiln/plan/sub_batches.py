@@ -32,7 +32,7 @@ def front_chain(graph):
     """The nodes from the first input on, as long as each tensor has one consumer of one
     input: the ops that may run in sub-batches."""
     chain, tensor = [], graph.inputs[0]
-    outputs = {id(t) for t in graph.outputs}
+    outputs = {id(t) for t in graph.ends}
     while id(tensor) not in outputs:
         readers = graph.consumers.get(id(tensor), [])
         if len(readers) != 1 or len(readers[0].inputs) != 1:

@@ -68,3 +68,16 @@ def test_bad_arguments_are_named():
         AxisReductionOp("r", "sum", (0, 1))
     with pytest.raises(ValueError, match="AxisReduction 'r': a reduction over the batch"):
         AxisReductionOp("r", "sum", (1,), over_batch=True).output_dims((4, 3, 2))
+
+
+@pytest.mark.parametrize("data_format", [CHANNELS_LAST, CHANNELS_FIRST])
+@pytest.mark.parametrize("mode", ["mean", "sum", "max"])
+def test_over_an_axis_of_size_one(mode, data_format):
+    """A mean over the one channel of an image (keras.losses.binary_crossentropy of a
+    (batch, H, W, 1) output): the identity, which oneDNN's reduction refuses to plan."""
+    rng = np.random.default_rng(7)
+    shape = (2, 4, 3, 1) if data_format == CHANNELS_LAST else (2, 1, 4, 3)
+    x = rng.normal(size=shape).astype(np.float32)
+    dy = rng.normal(size=shape).astype(np.float32)
+    check_op(AxisReductionOp("r", mode, (1,)), x, {}, dy, lambda x64, p: x64, data_format,
+             lambda x64, p, dy64: (dy64, {}), rtol=1e-6, atol=1e-7)

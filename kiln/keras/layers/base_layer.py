@@ -22,11 +22,13 @@ from .arguments import check_choice, is_integer, pair  # noqa: F401 (shared by t
 from .custom_weights import keras_weight
 from .dtype_policies import checked_policy_name, dtype_name, policy_config  # noqa: F401
 from .eager_calls import eager_call, is_eager_call
+from .layer_losses import CollectLosses, LayerLosses, refuse_loss_values
 from .layer_masks import deliver_mask, set_output_masks, with_mask_of
 from .layer_tracing import (
     auto_config,
     call_inputs,
     check_one_graph_for_training,
+    distinct_outputs,
     layer_sources,
 )
 from .weight import Weight
@@ -82,6 +84,7 @@ class LayerNode:
         self.input_tensors = [t for t in flatten([call_args, call_kwargs])
                               if isinstance(t, SymbolicTensor)]
         self.outputs = outputs
+        self.losses = []  # what add_loss received during this call (layer_losses.py)
 
     @property
     def parent_nodes(self):
@@ -93,7 +96,7 @@ class LayerNode:
         return parents
 
 
-class Layer:
+class Layer(LayerLosses):
     """Base layer.
 
     Args:
@@ -348,6 +351,7 @@ class Layer:
             raise TypeError(f"{self.context}: layers are called on symbolic tensors "
                             "(keras.Input(...) or another layer's output) while a model is "
                             "built; use model.predict() for numpy arrays")
+        refuse_loss_values(self.context, tensors)
         inputs = args[0]
         data_format = getattr(self, "data_format", None)
         for tensor in flatten(inputs):
@@ -356,6 +360,8 @@ class Layer:
         tracing.append(self.context)  # names this layer when call() misuses a tensor
         depth = len(call_inputs)
         call_inputs.append(None)  # build() runs eagerly (keras.random there draws now)
+        collector = CollectLosses()
+        added = collector.__enter__()  # the losses add_loss receives during this call
         try:
             if not self.built:
                 first = flatten(inputs)[0]
@@ -374,17 +380,20 @@ class Layer:
             call_inputs[-1] = [t for t in flatten(inputs) if isinstance(t, SymbolicTensor)]
             previous_mask = deliver_mask(self, args, call_kwargs)
             outputs = self.call(*args, **call_kwargs)
-            set_output_masks(self, inputs, outputs, previous_mask)
             check_one_graph_for_training(self, args, kwargs, outputs)
+            outputs = distinct_outputs(self, args, kwargs, outputs)
+            set_output_masks(self, inputs, outputs, previous_mask)
         finally:
             tracing.pop()
             del call_inputs[depth:]
+            collector.__exit__()
         if self.activity_regularizer is not None:
             l1, l2 = self.activity_regularizer.coefficients()
             penalty = ActivityRegularizationOp(f"{self.name}/activity_regularizer", l1, l2)
             outputs = pack_like(outputs, [with_mask_of(t, apply(penalty, t))
                                           for t in flatten(outputs)])
         self._record(args, kwargs, outputs)
+        self._inbound_nodes[-1].losses = added
         flat = flatten(outputs)
         if self._first_output_shape is None:
             self._first_output_shape = (flat[0].shape if len(flat) == 1

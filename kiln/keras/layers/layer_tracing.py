@@ -5,6 +5,8 @@ matter for subclasses and for keras.ops between layers.
 - `layer_sources`: the layer graph looks through keras.ops results computed between layers.
 - `check_one_graph_for_training`: kiln plans one graph for fit and predict, so a call() that
   computes other ops with training=True is refused rather than silently trained as predicted.
+- `distinct_outputs`: a call() returning its input as it is (Keras's add_loss examples do)
+  gets an identity op, so the layer's output is a tensor of its own.
 - `call_inputs`: the inputs of the layers whose call() runs, innermost last, so that
   `keras.random.normal(shape=(batch, dim))` inside call() can take its batch from them.
 """
@@ -53,6 +55,29 @@ def layer_sources(tensor):
     return [source for t in tensor.node.inputs for source in layer_sources(t)]
 
 
+def distinct_outputs(layer, args, kwargs, outputs):
+    """`outputs` with each tensor that is also an argument of the call replaced by an
+    identity op's output (keeping its mask): the layer graph records this call as the
+    producer of its outputs, which must not be its inputs."""
+    from ...graph.symbolic import apply
+    from ...ops.identity import IdentityOp
+    from .base_layer import flatten, pack_like
+
+    given = {id(t) for t in flatten([args, kwargs]) if isinstance(t, SymbolicTensor)}
+    flat = flatten(outputs)
+    if not any(id(t) in given for t in flat):
+        return outputs
+    fresh = []
+    for tensor in flat:
+        if id(tensor) in given:
+            copy = apply(IdentityOp(f"{layer.name}/identity"), tensor)
+            copy._keras_mask = tensor._keras_mask
+            copy.loss_value = tensor.loss_value
+            tensor = copy
+        fresh.append(tensor)
+    return pack_like(outputs, fresh)
+
+
 def op_kinds(outputs):
     """The engine ops computing `outputs`, as (op class, activation / function) in a fixed
     walk order back to tensors without a producing op."""
@@ -80,7 +105,10 @@ def check_one_graph_for_training(layer, args, kwargs, outputs):
     if (type(layer).__module__.startswith("kiln.") or kwargs.get("training") is not None
             or "training" not in inspect.signature(layer.call).parameters):
         return
-    training = layer.call(*args, **{**kwargs, "training": True})
+    from .layer_losses import DiscardLosses
+
+    with DiscardLosses():  # a check: what this second call adds is not the layer's loss
+        training = layer.call(*args, **{**kwargs, "training": True})
     if op_kinds(training) != op_kinds(outputs):
         raise NotImplementedError(
             f"{layer.context}: call() computes other operations with training=True than "

@@ -1,10 +1,12 @@
 """Keras 3's loss functions on numpy arrays: per-sample values, same formulas, clips and
 epsilons as `keras.losses.*` (computed in float64). Users call them directly; compile() maps
-each to the step kernel that computes the same value (see registry.py)."""
+each to the step kernel that computes the same value (see registry.py). On symbolic tensors
+the functions decorated with `on_tensors` are composed of keras.ops (symbolic_functions.py)."""
 
 import numpy as np
 
 from .. import backend
+from .symbolic_functions import on_tensors
 
 
 def _pair(y_true, y_pred):
@@ -56,6 +58,7 @@ def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False, ignore_cl
     return -np.take_along_axis(log_p, ids[..., None], axis=-1)[..., 0]
 
 
+@on_tensors
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, axis=-1):
     y_pred = np.asarray(y_pred, dtype=np.float64)
     y_true = np.asarray(y_true, dtype=np.float64)
@@ -72,11 +75,13 @@ def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0.0, 
     return np.mean(values, axis=axis)
 
 
+@on_tensors
 def mean_squared_error(y_true, y_pred):
     y_true, y_pred = _pair(y_true, y_pred)
     return np.mean(np.square(y_true - y_pred), axis=-1)
 
 
+@on_tensors
 def mean_absolute_error(y_true, y_pred):
     y_true, y_pred = _pair(y_true, y_pred)
     return np.mean(np.abs(y_true - y_pred), axis=-1)

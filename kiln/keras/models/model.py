@@ -28,12 +28,14 @@ from ...plan.step_plan import StepPlan, TrainingForwardPlan
 from ..layers.base_layer import Layer, flatten, unique_name
 from ..layers.dtype_policies import model_policy
 from ..layers.input_layer import Input, InputLayer
+from ..layers.layer_losses import CollectLosses, refuse_loss_values
 from ..trainers import Trainer
 from .functional import map_layers, replay
+from .model_losses import ModelLosses
 from .variable_shapes import VariableShapes, has_variable_axes
 
 
-class Model(Trainer, Layer):
+class Model(ModelLosses, Trainer, Layer):
     """Args (functional): inputs, outputs (a tensor, list or dict of tensors), name.
 
     As in Keras 3, `Model(inputs, outputs)` makes a `Functional` (a Model subclass)."""
@@ -73,6 +75,7 @@ class Model(Trainer, Layer):
                                 f"(from keras.Input and layer calls), got {tensor!r}")
         self._input_structure, self._output_structure = inputs, outputs
         self.inputs, self.outputs = flatten(inputs), flatten(outputs)
+        refuse_loss_values(self.context, self.outputs, "output")
         self.graph = Graph(self.inputs, self.outputs)
         self._layer_nodes, ordered = map_layers(self.inputs, self.outputs)
         if self._layers is None:
@@ -182,9 +185,11 @@ class Model(Trainer, Layer):
         structure = inputs if isinstance(input_shape, list) else inputs[0]
         tracing.append(self.context)  # names this model when its call() misuses a tensor
         try:
-            outputs = self.call(structure)
+            with CollectLosses() as added:  # what add_loss receives in the traced call()
+                outputs = self.call(structure)
         finally:
             tracing.pop()
+        self._build_losses = added
         self._init_graph(structure, outputs, layers=list(self._tracked))
 
     def _build_from_data(self, x):
@@ -307,7 +312,8 @@ class Model(Trainer, Layer):
                                        batch_size, self.store, data_type=data_type)
         kind = "training" if training else "inference"  # evaluation: inference forward
         if training or evaluate:
-            losses = self._compile_loss.output_losses()
+            losses = self._compile_loss.output_losses() if self._uses_compiled_loss() else []
+            layer_graph = self._graph_with_losses(layer_graph)  # add_loss, compute_loss
             graph = fuse(layer_graph, self._plan_rules, kind,
                          heads={loss.output: loss.head for loss in losses})
             plan = StepPlan(graph, batch_size, self.store,

@@ -1,12 +1,13 @@
 """keras.ops reductions: sum, mean, max, min, var, std, logsumexp over any axes, keepdims.
 
 Inside a model (never over the batch axis, but for a loss reduced over all of its axes at
-once, to one value for the whole batch): a mean or max over the spatial axes of an image
-is the engine's global pooling; other sums and means are its AxisReductionOp (oneDNN reduction,
-a broadcast back in backward), followed by a ReshapeOp when Keras drops the axes; var and std
-are composed from them (mean of the squared deviation from the mean). max and min over other
-axes are its AxisReductionOp too, and logsumexp is composed (the max shift included); prod has
-no engine op yet and is refused by name.
+once, to one value for the whole batch; such a value, and one value per sample, is a loss
+value: only a loss or add_loss may read it, see `loss_value`): a mean or max over the
+spatial axes of an image is the engine's global pooling; other sums and means are its
+AxisReductionOp (oneDNN reduction, a broadcast back in backward), followed by a ReshapeOp
+when Keras drops the axes; var and std are composed from them (mean of the squared deviation
+from the mean). max and min over other axes are its AxisReductionOp too, and logsumexp is
+composed (the max shift included); prod has no engine op yet and is refused by name.
 """
 
 import numpy as np
@@ -28,16 +29,31 @@ from .core import (
 )
 
 
+def loss_value(tensor):
+    """`tensor` (a reduction to one value for the batch, or per sample as (None, 1, ...)
+    standing for (None,)) marked as a loss value: what is computed from it is one too, and a
+    layer or a model output refuses it (keras/layers/layer_losses.py), so its stand-in shape
+    never reaches a layer. Inside a traced loss it is what the loss returns; elsewhere (an
+    add_loss or compute_loss term) it is reshaped to (None, 1), so that two such values of
+    different ranks (a reconstruction summed over an image, a KL term) add up as in Keras."""
+    if len(tensor.dims) > 2 and not in_traced_loss():
+        tensor = apply(ReshapeOp(op_name("reshape"), (1,), tensor.data_format), tensor)
+    tensor.loss_value = True
+    return tensor
+
+
 def _symbolic(name, mode, x, axis, keepdims):
     """`mode` ('sum', 'avg', 'max' or 'min') of symbolic `x` over Keras `axis`."""
     axes = normalize_axes(axis, len(x.shape), name)
     logical = keras_axes_to_logical(x)  # refuses flattened tensors
     if 0 in axes:
-        if in_traced_loss() and len(axes) == len(x.shape):
+        if len(axes) == len(x.shape) and (mode in ("sum", "avg") or in_traced_loss()):
             # a loss reduced over the whole batch: one value, dims (1, ..., 1), which the
-            # loss head weights as Keras does a scalar loss (kiln/plan/traced_loss.py)
-            return apply(AxisReductionOp(op_name(name), "mean" if mode == "avg" else mode,
-                                         range(len(x.dims)), over_batch=True), x)
+            # loss head weights as Keras does a scalar loss (kiln/plan/traced_loss.py), or
+            # add_loss sums (kiln/plan/added_losses.py)
+            return loss_value(apply(AxisReductionOp(
+                op_name(name), "mean" if mode == "avg" else mode, range(len(x.dims)),
+                over_batch=True), x))
         not_in_model(name, f"over the batch axis (axes {axes} of {x.shape}; a loss may "
                            "reduce over every axis at once)")
     if len(x.dims) == 4 and sorted(logical[a] for a in axes) == [2, 3] and mode in ("avg",
@@ -48,8 +64,8 @@ def _symbolic(name, mode, x, axis, keepdims):
     if keepdims:
         return reduced
     target = [d for i, d in enumerate(x.shape) if i not in axes][1:]
-    if not target and in_traced_loss():
-        return reduced  # one value per sample: (None, 1, ...) stands for (None,)
+    if not target:
+        return loss_value(reduced)  # one value per sample: (None, 1, ...) stands for (None,)
     if not 1 <= len(target) <= 3:
         not_in_model(name, f"over axes {axes} of {x.shape} without keepdims (a result of "
                            f"rank {len(target) + 1}; use keepdims=True)")

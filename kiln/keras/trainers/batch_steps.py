@@ -117,6 +117,8 @@ class BatchRunner:
     # -- labels and weights ---------------------------------------------------------------------
     def _fill_labels(self, plan, ys, where):
         outputs = self.model.outputs
+        if not plan.heads:  # the model's added losses alone (add_loss, loss=None)
+            return
         if ys is None:
             raise ValueError(f"{where}: argument y is required to compute the loss")
         if len(ys) != len(outputs):

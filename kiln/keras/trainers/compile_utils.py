@@ -57,9 +57,6 @@ class CompileLoss:
     """Args: loss, loss_weights as given to compile()."""
 
     def __init__(self, loss, loss_weights=None):
-        if loss is None:
-            raise ValueError("compile: argument loss is required to train (a loss name, "
-                             "function or keras.losses object)")
         if loss_weights is not None and not isinstance(loss_weights, (list, tuple, dict,
                                                                       int, float)):
             raise ValueError(f"compile: argument loss_weights must be a float (one output) or "
@@ -88,7 +85,12 @@ class CompileLoss:
             if hasattr(head, "trace"):  # a user's loss: traced now, so mistakes show here
                 head.trace(model.outputs[index])
             self.entries.append((index, loss, 1.0 if weight is None else float(weight), name))
-        if not self.entries:
+        added = model._added_losses()  # (a compute_loss override is traced now)
+        if not self.entries and not added:
+            if self.user_loss is None:
+                raise ValueError("compile: argument loss is required to train (a loss name, "
+                                 "function or keras.losses object), unless the model adds "
+                                 "its losses itself (add_loss, compute_loss)")
             raise ValueError("compile: argument loss gives no output a loss")
         if isinstance(self.user_loss, dict) and isinstance(
                 getattr(model, "_output_structure", None), dict):

@@ -29,6 +29,7 @@ class Trainer(BatchMethods):
         step is always one compiled plan)."""
         if kwargs:
             raise TypeError(f"compile: unexpected keyword argument(s) {sorted(kwargs)}")
+        self._refuse_step_overrides()
         self._build_if_possible()
         self.compiled = False  # until the losses resolve (a loss without a kernel raises)
         self.loss, self.loss_weights = loss, loss_weights
