@@ -16,6 +16,7 @@ pytestmark = [
     pytest.mark.usefixtures("kiln_keras_env"),
     pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword"
                                ":DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:Explicitly requested dtype int64:UserWarning"),  # MixUp
 ]
 
 CL, CF = "channels_last", "channels_first"
@@ -46,8 +47,19 @@ LAYERS = {  # name -> layer on either API with a data format
     "brightness": lambda K, f, **kw: K.layers.RandomBrightness(0.2, seed=1, data_format=f, **kw),
     "brightness-pair": lambda K, f, **kw: K.layers.RandomBrightness(
         (-0.1, 0.2), value_range=(1, 0), data_format=f, **kw),
+    "shear": lambda K, f, **kw: K.layers.RandomShear(0.2, (0.1, 0.3), seed=1, data_format=f,
+                                                     **kw),
+    "shear-default": lambda K, f, **kw: K.layers.RandomShear(
+        interpolation="nearest", fill_mode="constant", data_format=f, **kw),
+    "grayscale": lambda K, f, **kw: K.layers.RandomGrayscale(0.3, data_format=f, **kw),
+    "erasing": lambda K, f, **kw: K.layers.RandomErasing(seed=2, data_format=f, **kw),
+    "erasing-options": lambda K, f, **kw: K.layers.RandomErasing(
+        (0.2, 0.7), scale=(0.1, 0.2), fill_value=0.5, value_range=(0, 1), data_format=f, **kw),
+    "mixup": lambda K, f, **kw: K.layers.MixUp(0.3, seed=4, data_format=f, **kw),
+    "cutmix": lambda K, f, **kw: K.layers.CutMix(0.5, seed=4, data_format=f, **kw),
 }
-RANDOM = ["random-crop", "flip", "rotation", "zoom", "translation", "contrast", "brightness"]
+RANDOM = ["random-crop", "flip", "rotation", "zoom", "translation", "contrast", "brightness",
+          "shear", "grayscale", "erasing", "mixup", "cutmix"]
 
 
 @pytest.mark.parametrize("data_format", [CL, CF])
@@ -61,7 +73,7 @@ def test_configs_are_keras_configs(data_format):
         assert again.get_config() == kiln_layer.get_config(), name
 
 
-def conv_model(layer, data_format, shape=(7, 6, 2)):
+def conv_model(layer, data_format, shape=(7, 6, 3)):
     shape = shape if data_format == CL else (shape[2], *shape[:2])
 
     def build(K):
@@ -172,6 +184,17 @@ BAD = [
     (lambda: kk.layers.Resizing(0, 4), "Resizing", "height", "positive integer"),
     (lambda: kk.layers.CenterCrop(4, 2.5), "CenterCrop", "width", "positive integer"),
     (lambda: kk.layers.RandomCrop(4, 4, seed="x"), "RandomCrop", "seed", "integer"),
+    (lambda: kk.layers.RandomShear(-0.5), "RandomShear", "x_factor", "[0, 1]"),
+    (lambda: kk.layers.RandomShear(0.1, 1.5), "RandomShear", "y_factor", "[0, 1]"),
+    (lambda: kk.layers.RandomShear(0.1, (0.5, 1.5)), "RandomShear", "y_factor", "[-1, 1]"),
+    (lambda: kk.layers.RandomShear(0.1, fill_mode="edge"), "RandomShear", "fill_mode",
+     "'reflect'"),
+    (lambda: kk.layers.RandomGrayscale(1.2), "RandomGrayscale", "factor", "[0, 1]"),
+    (lambda: kk.layers.RandomErasing(scale=(2, 3)), "RandomErasing", "scale", "[0, 1]"),
+    (lambda: kk.layers.RandomErasing(fill_value=(1, 2)), "RandomErasing", "fill_value",
+     "three numbers"),
+    (lambda: kk.layers.MixUp(alpha=0), "MixUp", "alpha", "positive"),
+    (lambda: kk.layers.CutMix(factor=-0.5), "CutMix", "factor", "[0, 1]"),
 ]
 
 
@@ -188,3 +211,9 @@ def test_bad_inputs_name_the_layer():
     inputs = kk.Input((8, 3))
     with pytest.raises(ValueError, match="RandomFlip.*4D image batch"):
         kk.layers.RandomFlip()(inputs)
+    inputs = kk.Input((8, 8, 2))
+    model = kk.Model(inputs, kk.layers.RandomGrayscale()(inputs))
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="RandomGrayscale.*3 channels"):
+        model.fit(np.zeros((2, 8, 8, 2), np.float32), np.zeros((2, 8, 8, 2), np.float32),
+                  verbose=0)
