@@ -5,10 +5,12 @@ Resizing reproduces jax.image.resize, which Keras 3's JAX backend calls: for eve
 size changes, output sample i reads the input at (i + 0.5) * in / out - 0.5 through the
 method's kernel (triangle for 'bilinear', Keys' cubic with a = -0.5 for 'bicubic', Lanczos for
 'lanczos3' / 'lanczos5'), weights normalized over the input samples that exist; 'nearest' reads
-floor((i + 0.5) * in / out). With antialias the kernel is stretched by in / out when shrinking.
-crop_to_aspect_ratio first crops the largest centred window of the target's aspect ratio;
-pad_to_aspect_ratio first pads the image (both sides by the same amount) with fill_value. The
-weights are computed once in numpy when the plan is built; the kernels apply them each step.
+floor((i + 0.5) * in / out); 'area' weighs input pixels by their overlap with the output
+pixel's extent (jax.image.resize's 'area', which Keras's JAX backend does not offer). With
+antialias the kernel is stretched by in / out when shrinking. crop_to_aspect_ratio first
+crops the largest centred window of the target's aspect ratio; pad_to_aspect_ratio first
+pads the image (both sides by the same amount) with fill_value. The weights are computed once
+in numpy when the plan is built; the kernels apply them each step.
 
 CenterCrop reads the centred window when the image is large enough, else resizes as Keras's
 smart_resize does (crop to the aspect ratio, then bilinear). Both run in every plan.
@@ -36,7 +38,7 @@ from .image_resize_kernels import (
     resample_forward_kernel,
 )
 
-INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
+INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5", "area")
 F32 = np.float32
 
 
@@ -66,8 +68,14 @@ def axis_weights(in_size, out_size, method, antialias=False):
     inv_scale = F32(1) / F32(out_size / in_size)
     kernel_scale = max(inv_scale, F32(1)) if antialias else F32(1)
     sample = (np.arange(out_size, dtype=F32) + F32(0.5)) * inv_scale - F32(0.5)
-    x = np.abs(sample[None, :] - np.arange(in_size, dtype=F32)[:, None]) / kernel_scale
-    weights = _kernel(method, x.astype(F32))
+    if method == "area":  # the overlap of output pixel i's extent with input pixel j's
+        left = np.arange(out_size, dtype=F32) * inv_scale
+        start = np.arange(in_size, dtype=F32)
+        weights = np.maximum(F32(0), np.minimum((left + inv_scale)[None, :], start[:, None] + 1)
+                             - np.maximum(left[None, :], start[:, None])).astype(F32)
+    else:
+        x = np.abs(sample[None, :] - np.arange(in_size, dtype=F32)[:, None]) / kernel_scale
+        weights = _kernel(method, x.astype(F32))
     total = weights.sum(axis=0, keepdims=True, dtype=F32)
     weights = np.where(np.abs(total) > 1000 * np.finfo(F32).eps,
                        weights / np.where(total != 0, total, F32(1)), F32(0))

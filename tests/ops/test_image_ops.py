@@ -196,6 +196,17 @@ def test_resize_like_keras(size, options, interpolation, data_format):
         check_transpose(harness, x)
 
 
+@pytest.mark.parametrize("size", [(3, 4), (12, 9)])
+def test_resize_area_like_jax(size):
+    """'area', which Keras's JAX backend does not offer: as jax.image.resize computes it."""
+    jax = pytest.importorskip("jax")
+    x = images((2, 7, 10, 3), CHANNELS_LAST)
+    harness = OpHarness(ResizeOp("r", size, "Resizing", "area"), x)
+    expected = jax.image.resize(x, (2, *size, 3), "area")
+    np.testing.assert_allclose(harness.forward(), np.asarray(expected), rtol=1e-5, atol=1e-6)
+    check_transpose(harness, x)
+
+
 @pytest.mark.parametrize("size,data_format", [
     ((4, 5), CHANNELS_LAST), ((7, 10), CHANNELS_FIRST), ((9, 12), CHANNELS_FIRST),
     ((5, 12), CHANNELS_LAST)])

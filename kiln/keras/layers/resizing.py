@@ -8,7 +8,8 @@ from .image_preprocessing import _ImagePreprocessingLayer, choice, positive_int
 
 class Resizing(_ImagePreprocessingLayer):
     """Args: height, width, interpolation ('bilinear', 'nearest', 'bicubic', 'lanczos3',
-    'lanczos5'), crop_to_aspect_ratio, pad_to_aspect_ratio, fill_mode ('constant' only, as
+    'lanczos5', and 'area' as jax.image.resize, which Keras's JAX backend lacks),
+    crop_to_aspect_ratio, pad_to_aspect_ratio, fill_mode ('constant' only, as
     Keras's JAX backend), fill_value, antialias, data_format."""
 
     def __init__(self, height, width, interpolation="bilinear", crop_to_aspect_ratio=False,

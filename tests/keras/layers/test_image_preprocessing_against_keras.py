@@ -175,7 +175,7 @@ BAD = [
     (lambda: kk.layers.RandomBrightness(0.1, value_range=5), "RandomBrightness",
      "value_range", "pair"),
     (lambda: kk.layers.RandomFlip("diagonal"), "RandomFlip", "mode", "'horizontal'"),
-    (lambda: kk.layers.Resizing(4, 4, interpolation="area"), "Resizing", "interpolation",
+    (lambda: kk.layers.Resizing(4, 4, interpolation="gaussian"), "Resizing", "interpolation",
      "'bilinear'"),
     (lambda: kk.layers.Resizing(4, 4, fill_mode="reflect"), "Resizing", "fill_mode",
      "'constant'"),
