@@ -41,6 +41,10 @@ EXPORTED += ["RNN", "SimpleRNNCell", "LSTMCell", "GRUCell", "StackedRNNCells"]
 # attention
 EXPORTED += ["AdditiveAttention", "Attention", "Dot", "EinsumDense", "MultiHeadAttention",
              "dot", "GroupQueryAttention", "GroupedQueryAttention"]
+# image preprocessing and augmentation (docs/augmentation.md)
+EXPORTED += ["CenterCrop", "CutMix", "MixUp", "RandomBrightness", "RandomContrast", "RandomCrop",
+             "RandomErasing", "RandomFlip", "RandomGrayscale", "RandomRotation", "RandomShear",
+             "RandomTranslation", "RandomZoom", "Resizing"]
 KERAS_2_ONLY = {"SyncBatchNormalization"}  # tf.keras's name; Keras 3 folds it into BatchNorm
 # Keras's class name of keras.layers.GroupQueryAttention: configs it saves name the class
 KERAS_CLASS_NAMES = {"GroupedQueryAttention"}
