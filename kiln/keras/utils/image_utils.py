@@ -162,3 +162,24 @@ def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
                       stacklevel=2)
         image = image.convert("RGB")
     image.save(path, format=file_format, **kwargs)
+
+
+def smart_resize(x, size, interpolation="bilinear", data_format="channels_last"):
+    """Resizes an image (height, width, channels) or a batch of them to `size` without
+    distorting them, as `keras.preprocessing.image.smart_resize`: the largest centred crop of
+    the target's aspect ratio, resized with keras.ops.image.resize's `interpolation`."""
+    from ...data.image_resize import resize_images
+    if len(size) != 2:
+        raise ValueError(f"smart_resize: argument size must be (height, width), got {size!r}")
+    x = np.asarray(x)
+    if x.ndim not in (3, 4):
+        raise ValueError(f"smart_resize: argument x must be an image (height, width, "
+                         f"channels) or a batch of them, got shape {x.shape}")
+    data_format = _data_format("smart_resize", data_format)
+    images = x if x.ndim == 4 else x[None]
+    if data_format == "channels_first":
+        images = images.transpose(0, 2, 3, 1)
+    images = resize_images(images, size, interpolation, crop_to_aspect_ratio=True)
+    if data_format == "channels_first":
+        images = images.transpose(0, 3, 1, 2)
+    return np.ascontiguousarray(images if x.ndim == 4 else images[0])

@@ -97,3 +97,16 @@ def test_bad_arguments_name_the_function_and_argument(files):
         kk.utils.array_to_img(np.zeros((2, 4, 4, 3)))
     with pytest.raises(ValueError, match="array_to_img: argument x must have 1, 3 or 4 "):
         kk.utils.array_to_img(np.zeros((4, 4, 2)))
+
+
+@pytest.mark.parametrize("shape, data_format", [((13, 9, 3), "channels_last"),
+                                                ((2, 3, 13, 9), "channels_first")])
+def test_smart_resize_equals_keras(shape, data_format):
+    from kiln.keras.preprocessing.image import smart_resize
+    x = np.random.default_rng(2).uniform(0, 255, shape).astype(np.float32)
+    for size, interpolation in (((5, 6), "bilinear"), ((20, 7), "bicubic")):
+        ours = smart_resize(x, size, interpolation, data_format=data_format)
+        theirs = keras.preprocessing.image.smart_resize(x, size, interpolation,
+                                                        data_format=data_format)
+        assert ours.shape == theirs.shape and ours.dtype == np.float32
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=3e-4)
