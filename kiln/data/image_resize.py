@@ -2,8 +2,9 @@
 
 Keras 3 (JAX backend) resizes with `jax.image.resize`, whose kernels interpolate at half-pixel
 centres (TensorFlow's `tf.image.resize` semantics): output pixel i samples the input at
-`(i + 0.5) * in / out - 0.5`. Each axis is one weight matrix, so an image (or a stack of images
-of one size) is resized by two matrix products, vectorised in numpy:
+`(i + 0.5) * in / out - 0.5`. Each axis is one weight matrix with a few non-zero weights per
+output pixel (the kernel's taps, computed once per size in numpy); a numba kernel applies the
+rows' taps, then the columns', reading uint8 pixels straight from Pillow's decoding:
 
 - bilinear, bicubic (Keys, a = -0.5), lanczos3, lanczos5: the kernel's weights at the input
   pixels around each sample, divided by their sum (which clamps at the borders); a sample
@@ -19,6 +20,8 @@ JAX backend does. An axis whose size does not change is left as it is.
 import functools
 
 import numpy as np
+
+from ..ops.numba_config import njit
 
 INTERPOLATIONS = ("bilinear", "nearest", "bicubic", "lanczos3", "lanczos5")
 
@@ -92,16 +95,20 @@ def _pad_widths(height, width, target_height, target_width):
 
 
 def resize_images(images, size, interpolation="bilinear", crop_to_aspect_ratio=False,
-                  pad_to_aspect_ratio=False, fill_value=0.0):
-    """Resizes float32 images of shape (batch, height, width, channels) to `size`
-    (height, width), as `keras.ops.image.resize` (channels_last, antialias=False)."""
+                  pad_to_aspect_ratio=False, fill_value=0.0, out=None):
+    """Resizes images of shape (batch, height, width, channels) to `size` (height, width),
+    as `keras.ops.image.resize` (channels_last, antialias=False); float32 result, written
+    into `out` (batch, height, width, channels) if given. uint8 images are read as they are
+    (their values are exact in float32), other dtypes are converted to float32 first."""
     if interpolation not in INTERPOLATIONS:
         raise ValueError(f"resize: argument interpolation must be one of {INTERPOLATIONS}, "
                          f"got {interpolation!r}")
     if crop_to_aspect_ratio and pad_to_aspect_ratio:
         raise ValueError("resize: only one of crop_to_aspect_ratio and pad_to_aspect_ratio "
                          "can be True")
-    images = np.asarray(images, dtype=np.float32)
+    images = np.asarray(images)
+    if images.dtype != np.uint8:
+        images = images.astype(np.float32, copy=False)
     if images.ndim != 4:
         raise ValueError(f"resize: images must have shape (batch, height, width, channels), "
                          f"got {images.shape}")
@@ -113,16 +120,60 @@ def resize_images(images, size, interpolation="bilinear", crop_to_aspect_ratio=F
     elif pad_to_aspect_ratio:
         rows, columns = _pad_widths(height, width, target_height, target_width)
         if rows != (0, 0) or columns != (0, 0):
-            images = np.pad(images, ((0, 0), rows, columns, (0, 0)),
+            images = np.pad(images.astype(np.float32), ((0, 0), rows, columns, (0, 0)),
                             constant_values=np.float32(fill_value))
     height, width = images.shape[1:3]
-    if interpolation == "nearest":
-        return np.ascontiguousarray(images[:, nearest_indices(height, target_height)][
-            :, :, nearest_indices(width, target_width)])
-    if height != target_height:
-        rows = weight_matrix(height, target_height, interpolation)
-        images = np.einsum("oh,bhwc->bowc", rows, images, optimize=True)
-    if width != target_width:
-        columns = weight_matrix(width, target_width, interpolation)
-        images = np.einsum("ow,bhwc->bhoc", columns, images, optimize=True)
-    return np.ascontiguousarray(images, dtype=np.float32)
+    if out is None:
+        out = np.empty((len(images), target_height, target_width, images.shape[3]),
+                       np.float32)
+    row_index, row_weight = taps(height, target_height, interpolation)
+    column_index, column_weight = taps(width, target_width, interpolation)
+    scratch = np.empty((target_height, width, images.shape[3]), np.float32)
+    _resize_kernel(images, out, row_index, row_weight, column_index, column_weight, scratch)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def taps(input_size, output_size, interpolation):
+    """One axis's weights as (input index, weight) pairs per output pixel: two read-only
+    (output_size, taps) arrays, taps being the most non-zero weights an output pixel has (2
+    for bilinear: without antialiasing the kernel does not widen when shrinking). An axis
+    that keeps its size is copied (JAX leaves it alone); nearest copies one pixel each."""
+    if input_size == output_size:
+        index = np.arange(output_size).reshape(-1, 1)
+        weight = np.ones((output_size, 1), np.float32)
+    elif interpolation == "nearest":
+        index = nearest_indices(input_size, output_size).reshape(-1, 1)
+        weight = np.ones((output_size, 1), np.float32)
+    else:
+        weights = weight_matrix(input_size, output_size, interpolation)
+        count = max(int((weights != 0).sum(axis=1).max()), 1)
+        # the non-zero weights of each row first, in input order (a stable sort keeps it)
+        index = np.argsort(weights == 0, axis=1, kind="stable")[:, :count]
+        weight = np.take_along_axis(weights, index, axis=1)
+    index, weight = np.ascontiguousarray(index, np.int64), np.ascontiguousarray(weight)
+    index.flags.writeable = weight.flags.writeable = False
+    return index, weight
+
+
+@njit(cache=True, nogil=True)
+def _resize_kernel(images, out, row_index, row_weight, column_index, column_weight,
+                   scratch):
+    """Per image: the rows pass into `scratch` (out_height, width, channels), then the
+    columns pass into `out`; each output value is its taps' float32 products summed in tap
+    order (exact float semantics, no fastmath). Runs without the GIL."""
+    for b in range(images.shape[0]):
+        for o in range(row_index.shape[0]):
+            for x in range(images.shape[2]):
+                for c in range(images.shape[3]):
+                    total = np.float32(0.0)
+                    for k in range(row_index.shape[1]):
+                        total += np.float32(images[b, row_index[o, k], x, c]) * row_weight[o, k]
+                    scratch[o, x, c] = total
+        for o in range(row_index.shape[0]):
+            for p in range(column_index.shape[0]):
+                for c in range(images.shape[3]):
+                    total = np.float32(0.0)
+                    for k in range(column_index.shape[1]):
+                        total += scratch[o, column_index[p, k], c] * column_weight[p, k]
+                    out[b, o, p, c] = total

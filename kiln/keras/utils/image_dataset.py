@@ -7,9 +7,10 @@ is a PyDataset that fit, evaluate and predict read the same way: batches of floa
 - Files, classes, the seeded shuffle and the validation split are Keras's own
   (`dataset_index.py`): the same folder and seed give the same `file_paths` in the same order.
 - Images are decoded by Pillow and resized as Keras's Pillow path (`format="grain"`) does:
-  `keras.ops.image.resize` without antialiasing, half-pixel centres (`kiln/data/image_resize.py`,
-  numpy matrix products, one per axis for each group of same-sized images of a batch).
-  Decoding and resizing run in fit's worker threads (Pillow and numpy release the GIL).
+  `keras.ops.image.resize` without antialiasing, half-pixel centres (`kiln/data/image_resize.py`:
+  each axis's taps computed once per size, applied by a numba kernel from Pillow's uint8
+  pixels into the batch). Decoding and resizing run in fit's worker threads (Pillow and the
+  kernel release the GIL).
 - A training set (`shuffle=True`) draws its batches from a new seeded permutation of its files
   every epoch, as Keras's reshuffling tf.data buffer mixes them (TensorFlow's buffer order
   itself cannot be reproduced without TensorFlow); a validation set keeps `file_paths`' order.
@@ -76,33 +77,26 @@ class ImageFolderDataset(PyDataset):
         return images, (labels[0] if self.batch_size is None else labels)
 
     def load_images(self, paths):
-        """The files decoded and resized to one float32 array (batch, height, width,
-        channels), or channels first. Images of one size are resized together."""
-        decoded = [self.decode(path) for path in paths]
+        """The files decoded and resized into one float32 array (batch, height, width,
+        channels), or channels first: each image goes straight from Pillow's pixels into
+        its slot of the batch through the resize kernel (no float copy, no stacking)."""
         height, width = self.image_size
-        channels = _CHANNELS[self.color_mode]
-        batch = np.empty((len(paths), height, width, channels), np.float32)
-        by_shape = {}
-        for i, image in enumerate(decoded):
-            by_shape.setdefault(image.shape, []).append(i)
-        for shape, members in by_shape.items():
-            stack = np.stack([decoded[i] for i in members]) if len(members) > 1 \
-                else decoded[members[0]][None]
-            if shape[:2] != self.image_size or self.pad_to_aspect_ratio \
-                    or self.crop_to_aspect_ratio:
-                stack = resize_images(stack, self.image_size, self.interpolation,
-                                      self.crop_to_aspect_ratio, self.pad_to_aspect_ratio)
-            batch[members] = stack
+        batch = np.empty((len(paths), height, width, _CHANNELS[self.color_mode]), np.float32)
+        for i, path in enumerate(paths):
+            resize_images(self.decode(path)[None], self.image_size, self.interpolation,
+                          self.crop_to_aspect_ratio, self.pad_to_aspect_ratio,
+                          out=batch[i:i + 1])
         if self.data_format == "channels_first":
             batch = np.ascontiguousarray(batch.transpose(0, 3, 1, 2))
         return batch
 
     def decode(self, path):
-        """One file as a float32 (height, width, channels) array in `color_mode`."""
+        """One file as a (height, width, channels) array in `color_mode`, in Pillow's dtype
+        (uint8; 16 / 32-bit gray stay integers)."""
         try:
             image = image_utils.open_image(path, WHERE)
             image = image_utils.convert_mode(image, self.color_mode, WHERE)
-            pixels = np.asarray(image, dtype=np.float32)
+            pixels = np.asarray(image)
         except (OSError, ValueError, SyntaxError) as error:
             raise ValueError(f"{WHERE}: cannot decode image file {path!r} "
                              f"({type(error).__name__}: {error})") from error
