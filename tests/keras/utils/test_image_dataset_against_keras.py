@@ -29,8 +29,8 @@ def _write(path, pixels, file_format=None):
 @pytest.fixture
 def folder(tmp_path):
     """birds/ cats/ dogs/ with images of several sizes and formats, dogs/ with a nested
-    folder; files Keras skips: a .txt, a hidden folder, a file at the top; a grayscale PNG
-    and an RGBA PNG (converted by color_mode)."""
+    folder; files Keras skips: a .txt, a hidden folder, a file at the top; a grayscale PNG,
+    an RGBA PNG and a palette GIF (converted by color_mode)."""
     rng = np.random.default_rng(0)
 
     def pixels(height, width, channels=3):
@@ -43,6 +43,7 @@ def folder(tmp_path):
     _write(tmp_path / "birds" / "b0.jpg", pixels(9, 14))
     _write(tmp_path / "birds" / "B1.JPG", pixels(16, 16), "JPEG")
     _write(tmp_path / "birds" / "alpha.png", pixels(7, 11, 4))
+    PIL.fromarray(pixels(8, 9)).convert("P").save(tmp_path / "birds" / "palette.gif")
     for i in range(3):
         _write(tmp_path / "dogs" / f"dog{i}.png", pixels(10, 12))
     _write(tmp_path / "dogs" / "puppies" / "pup.png", pixels(20, 8))
@@ -74,7 +75,7 @@ def test_file_paths_labels_and_class_names_equal_keras(folder, shuffle, subset):
         assert dataset.file_paths == list(expected_paths)
         np.testing.assert_array_equal(dataset.labels, expected_labels)
         assert dataset.class_names == names == ["birds", "cats", "dogs"]
-    assert len(paths) == 13  # .txt, hidden folder and top-level file skipped
+    assert len(paths) == 14  # .txt, hidden folder and top-level file skipped
 
 
 def test_class_names_subset_labels_list_and_no_labels_equal_keras(folder):
@@ -88,10 +89,10 @@ def test_class_names_subset_labels_list_and_no_labels_equal_keras(folder):
                                                       seed=9, verbose=False)
     paths, _, names = _keras_index(folder, labels=None, seed=9)
     assert unlabeled.file_paths == paths and unlabeled.class_names is names is None
-    assert len(paths) == 15  # the top-level file and the hidden folder count here
-    assert unlabeled[0].shape == (15, 4, 4, 3)  # images only
+    assert len(paths) == 16  # the top-level file and the hidden folder count here
+    assert unlabeled[0].shape == (16, 4, 4, 3)  # images only
 
-    given = [3, 0, 3, 1, 1, 0, 3, 3, 1, 0, 0, 1, 3, 3, 0]
+    given = [3, 0, 3, 1, 1, 0, 3, 3, 1, 0, 0, 1, 3, 3, 0, 1]
     listed = kk.utils.image_dataset_from_directory(folder, labels=given, image_size=4,
                                                    label_mode="categorical", seed=2,
                                                    verbose=False)
@@ -108,16 +109,17 @@ def test_class_names_subset_labels_list_and_no_labels_equal_keras(folder):
     ("rgb", 3, dict()),
     ("grayscale", 1, dict(interpolation="nearest", crop_to_aspect_ratio=True)),
     ("rgba", 4, dict(interpolation="bicubic", pad_to_aspect_ratio=True,
-                     data_format="channels_first")),
-    ("rgb", 3, dict(interpolation="lanczos3", crop_to_aspect_ratio=True))])
+                     data_format="channels_first"))])
 def test_pixels_equal_keras_pillow_loader(folder, color_mode, channels, options):
     dataset = kk.utils.image_dataset_from_directory(
         folder, image_size=(9, 7), color_mode=color_mode, batch_size=5, seed=1,
         verbose=False, **options)
     data_format = options.get("data_format", "channels_last")
-    x, y = dataset[1]
-    assert x.dtype == np.float32 and y.dtype == np.int32 and len(x) == 5
-    for image, index in zip(x, dataset.order[5:10]):
+    batches = [dataset[i] for i in range(len(dataset))]
+    x, y = np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches])
+    assert x.dtype == np.float32 and y.dtype == np.int32 and len(x) == 14
+    np.testing.assert_array_equal(y, dataset.labels[dataset.order])
+    for image, index in zip(x, dataset.order):
         expected = image_dataset_utils._load_image_grain(
             dataset.file_paths[index], (9, 7), channels, options.get("interpolation",
                                                                      "bilinear"),
@@ -127,22 +129,36 @@ def test_pixels_equal_keras_pillow_loader(folder, color_mode, channels, options)
         np.testing.assert_allclose(image, np.asarray(expected), rtol=0, atol=3e-4)
 
 
+@pytest.mark.parametrize("follow_links", [False, True])
+def test_symlinked_folders_as_keras(folder, tmp_path_factory, follow_links):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    _write(elsewhere / "linked.png", np.zeros((4, 4, 3), np.uint8))
+    os.symlink(elsewhere, os.path.join(folder, "cats", "link"))
+    ours = kk.utils.image_dataset_from_directory(folder, image_size=4, seed=4,
+                                                 follow_links=follow_links, verbose=False)
+    paths, labels, _ = dataset_utils.index_directory(
+        folder, "inferred", formats=FORMATS, seed=4, follow_links=follow_links, verbose=False)
+    assert ours.file_paths == paths and len(paths) == 14 + follow_links
+    np.testing.assert_array_equal(ours.labels, labels)
+
+
 def test_label_modes_and_unbatched(folder):
     def first(**options):
         return kk.utils.image_dataset_from_directory(
-            folder, image_size=(6, 5), batch_size=4, shuffle=False, verbose=False,
+            folder, image_size=(6, 5), batch_size=5, shuffle=False, verbose=False,
             **options)[0]
     _, y = first(label_mode="categorical")
-    assert y.dtype == np.float32 and y.shape == (4, 3)
-    np.testing.assert_array_equal(y, np.eye(3)[[0, 0, 0, 1]])
-    _, y = first(class_names=["cats", "dogs"], label_mode="binary")
-    assert y.dtype == np.float32 and y.shape == (4, 1)
+    assert y.dtype == np.float32 and y.shape == (5, 3)
+    np.testing.assert_array_equal(y, np.eye(3)[[0, 0, 0, 0, 1]])  # 4 birds, then cats
+    _, y = first(class_names=["dogs", "cats"], label_mode="binary")
+    assert y.dtype == np.float32 and y.shape == (5, 1)
+    np.testing.assert_array_equal(y[:, 0], [0, 0, 0, 0, 0])
     x = first(label_mode=None)
-    assert isinstance(x, np.ndarray) and x.shape == (4, 6, 5, 3)
+    assert isinstance(x, np.ndarray) and x.shape == (5, 6, 5, 3)
     single = kk.utils.image_dataset_from_directory(folder, image_size=(6, 5), batch_size=None,
                                                    shuffle=False, verbose=False)
     x, y = single[4]
-    assert len(single) == 13 and x.shape == (6, 5, 3) and y == 1 and y.dtype == np.int32
+    assert len(single) == 14 and x.shape == (6, 5, 3) and y == 1 and y.dtype == np.int32
 
 
 def test_training_set_reshuffles_each_epoch_validation_keeps_its_order(folder):
@@ -207,17 +223,17 @@ def test_prints_what_keras_prints(folder, capsys):
     kk.utils.image_dataset_from_directory(folder, image_size=4, seed=1, validation_split=0.2,
                                           subset="both")
     assert capsys.readouterr().out.splitlines() == [
-        "Found 13 files belonging to 3 classes.", "Using 11 files for training.",
+        "Found 14 files belonging to 3 classes.", "Using 12 files for training.",
         "Using 2 files for validation."]
     kk.utils.image_dataset_from_directory(folder, labels=None, image_size=4)
-    assert capsys.readouterr().out == "Found 15 files.\n"
+    assert capsys.readouterr().out == "Found 16 files.\n"
 
 
 @pytest.mark.parametrize("options, message", [
     (dict(labels="folders"), "argument labels must be 'inferred', None or a list"),
-    (dict(labels=np.zeros(13)), "argument labels must be 'inferred', None or a list"),
-    (dict(labels=[0] * 13, class_names=["cats"]), "class_names can only be given with"),
-    (dict(labels=[0, 1]), "len\\(labels\\) is 2 while 15 files were found"),
+    (dict(labels=np.zeros(14)), "argument labels must be 'inferred', None or a list"),
+    (dict(labels=[0] * 14, class_names=["cats"]), "class_names can only be given with"),
+    (dict(labels=[0, 1]), "len\\(labels\\) is 2 while 16 files were found"),
     (dict(label_mode="sparse"), "argument label_mode must be 'int', 'categorical'"),
     (dict(label_mode="binary"), "label_mode='binary' needs exactly 2 classes"),
     (dict(class_names=["cats", "cows"]), "argument class_names must name subfolders"),
