@@ -1,7 +1,7 @@
 """`keras.utils`: label and array helpers and the text progress bar (here), PyDataset /
 Sequence, set_random_seed, get_file, image_dataset_from_directory, load_img / img_to_array /
-array_to_img / save_img, pad_sequences and
-timeseries_dataset_from_array (one module each); Keras 2's `data_utils` / `np_utils` paths."""
+array_to_img / save_img, pad_sequences and timeseries_dataset_from_array (one module each);
+Keras 2's `data_utils` / `np_utils` paths."""
 
 import numbers
 import re
