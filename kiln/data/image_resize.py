@@ -164,12 +164,12 @@ def _resize_kernel(images, out, row_index, row_weight, column_index, column_weig
     order (exact float semantics, no fastmath). Runs without the GIL."""
     for b in range(images.shape[0]):
         for o in range(row_index.shape[0]):
-            for x in range(images.shape[2]):
-                for c in range(images.shape[3]):
-                    total = np.float32(0.0)
-                    for k in range(row_index.shape[1]):
-                        total += np.float32(images[b, row_index[o, k], x, c]) * row_weight[o, k]
-                    scratch[o, x, c] = total
+            scratch[o] = 0.0
+            for k in range(row_index.shape[1]):  # whole contiguous rows: vectorised
+                source, weight = row_index[o, k], row_weight[o, k]
+                for x in range(images.shape[2]):
+                    for c in range(images.shape[3]):
+                        scratch[o, x, c] += np.float32(images[b, source, x, c]) * weight
         for o in range(row_index.shape[0]):
             for p in range(column_index.shape[0]):
                 for c in range(images.shape[3]):
