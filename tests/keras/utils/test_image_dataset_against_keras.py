@@ -264,3 +264,16 @@ def test_missing_or_empty_folder(tmp_path):
     (tmp_path / "empty_class").mkdir()
     with pytest.raises(ValueError, match="no images found in directory"):
         kk.utils.image_dataset_from_directory(str(tmp_path), verbose=False)
+
+
+def test_16_bit_grayscale_keeps_its_values_as_keras(tmp_path):
+    pixels = np.random.default_rng(3).integers(0, 65536, (7, 5), dtype=np.uint16)
+    (tmp_path / "only").mkdir()
+    PIL.fromarray(pixels).save(tmp_path / "only" / "deep.png")
+    dataset = kk.utils.image_dataset_from_directory(str(tmp_path), color_mode="grayscale",
+                                                    image_size=(4, 6), verbose=False)
+    x, _ = dataset[0]
+    expected = image_dataset_utils._load_image_grain(dataset.file_paths[0], (4, 6), 1,
+                                                     "bilinear", "channels_last")
+    assert x.max() > 255
+    np.testing.assert_allclose(x[0], np.asarray(expected), rtol=1e-6, atol=0.05)
