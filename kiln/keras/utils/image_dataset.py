@@ -164,7 +164,8 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
                                  image_size=(256, 256), shuffle=True, seed=None,
                                  validation_split=None, subset=None, interpolation="bilinear",
                                  follow_links=False, crop_to_aspect_ratio=False,
-                                 pad_to_aspect_ratio=False, data_format=None, verbose=True):
+                                 pad_to_aspect_ratio=False, data_format=None, format="tf",
+                                 verbose=True):
     """A dataset of images (and labels) from the image files of `directory`, as Keras 3's.
 
     Args:
@@ -189,6 +190,8 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
         crop_to_aspect_ratio / pad_to_aspect_ratio: keep the aspect ratio by taking the
             largest centred crop / padding with zeros, before resizing.
         data_format: 'channels_last' or 'channels_first'; None: the configured one.
+        format: Keras's choice of tf.data ('tf') or grain ('grain') dataset; either gives
+            the same PyDataset here.
         verbose: print how many files and classes were found.
 
     Returns:
@@ -200,6 +203,8 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
         crop_to_aspect_ratio, pad_to_aspect_ratio)
     if labels is None or label_mode is None:
         labels, label_mode = None, None
+    if format not in ("tf", "grain"):
+        raise ValueError(f"{WHERE}: argument format must be 'tf' or 'grain', got {format!r}")
     dataset_index.check_validation_split_arg(validation_split, subset, shuffle, seed, WHERE)
     data_format = image_utils._data_format(WHERE, data_format)
     image_utils.pil_image()  # fail now, not in a worker thread, if Pillow is missing

@@ -153,7 +153,7 @@ def test_label_modes_and_unbatched(folder):
     _, y = first(class_names=["dogs", "cats"], label_mode="binary")
     assert y.dtype == np.float32 and y.shape == (5, 1)
     np.testing.assert_array_equal(y[:, 0], [0, 0, 0, 0, 0])
-    x = first(label_mode=None)
+    x = first(label_mode=None, format="grain")
     assert isinstance(x, np.ndarray) and x.shape == (5, 6, 5, 3)
     single = kk.utils.image_dataset_from_directory(folder, image_size=(6, 5), batch_size=None,
                                                    shuffle=False, verbose=False)
@@ -252,6 +252,7 @@ def test_prints_what_keras_prints(folder, capsys):
     (dict(validation_split=0.2, subset="train", seed=1), "argument subset must be"),
     (dict(validation_split=0.2, subset="training"), "argument seed is required"),
     (dict(data_format="channels_middle"), "argument data_format must be 'channels_last'"),
+    (dict(format="torch"), "argument format must be 'tf' or 'grain'"),
 ])
 def test_bad_arguments_are_refused_with_the_argument_named(folder, options, message):
     with pytest.raises(ValueError, match="image_dataset_from_directory: .*" + message):
