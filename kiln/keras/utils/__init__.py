@@ -1,6 +1,7 @@
 """`keras.utils`: label and array helpers and the text progress bar (here), PyDataset /
-Sequence, set_random_seed, get_file, image_dataset_from_directory, pad_sequences and
-timeseries_dataset_from_array (one module each); Keras 2's `data_utils` / `np_utils` paths."""
+Sequence, set_random_seed, get_file, image_dataset_from_directory, load_img / img_to_array /
+array_to_img / save_img, pad_sequences and timeseries_dataset_from_array (one module each);
+Keras 2's `data_utils` / `np_utils` paths."""
 
 import numbers
 import re
@@ -304,6 +305,7 @@ from ..saving.serialization import (  # noqa: E402, F401  (Keras 3 lists them in
 from . import data_utils, generic_utils, np_utils, vis_utils  # noqa: E402, F401  (Keras 2 paths)
 from .file_utils import get_file  # noqa: E402, F401
 from .image_dataset import image_dataset_from_directory  # noqa: E402, F401
+from .image_utils import array_to_img, img_to_array, load_img, save_img  # noqa: E402, F401
 from .model_visualization import model_to_dot, plot_model  # noqa: E402, F401
 from .py_dataset import PyDataset, Sequence  # noqa: E402, F401
 from .random_seed import set_random_seed  # noqa: E402, F401
