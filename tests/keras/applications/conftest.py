@@ -33,3 +33,13 @@ def fast_keras_init(monkeypatch):
     monkeypatch.setattr(jax_random, "uniform", uniform)
     monkeypatch.setattr(jax_random, "truncated_normal", truncated_normal)
     return keras
+
+
+@pytest.fixture(autouse=True)
+def free_plans():
+    """Frees the compiled plans of the test's models when it ends (not at interpreter exit,
+    when the oneDNN binding may already be torn down)."""
+    yield
+    from kiln import keras as kk
+
+    kk.backend.clear_session()
