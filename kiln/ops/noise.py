@@ -1,12 +1,15 @@
 """Training-time noise layers: GaussianNoise (x + N(0, stddev)), GaussianDropout
 (x * N(1, sqrt(rate / (1 - rate)))) and SpatialDropout2D (whole channels of an image dropped,
-the rest scaled by 1 / (1 - rate)). All are the identity in inference plans.
+the rest scaled by 1 / (1 - rate)), and Dropout with a `noise_shape` (one draw per entry of the
+noise shape, broadcast over its axes of size 1, e.g. (None, 1, 1, 1): whole samples, as
+EfficientNet's stochastic depth). All are the identity in inference plans.
 
 oneDNN has no random numbers: numba kernels draw them from a counter-based hash of the element
 index and a per-step salt (as dropout.py), so no generator state is kept per thread, the
 draws do not depend on the layout or on the thread count, and a backward can draw the same
 numbers again instead of keeping them. SpatialDropout2DOp draws one mask value per (image,
-channel) and applies it with oneDNN's broadcasting binary mul, in any layout, both ways.
+channel), BroadcastDropoutOp one per entry of its mask dims, and both apply it with oneDNN's
+broadcasting binary mul, in any layout, both ways.
 """
 
 import numpy as np
@@ -19,6 +22,7 @@ from .dropout import _mix64, keep_threshold, step_salt
 from .numba_config import PARALLEL, SERIAL, njit, prange
 
 TWO_PI = np.float32(2.0 * np.pi)
+PLAIN_TAGS = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd, 5: dnnl.abcde}
 
 
 @njit(inline="always", **SERIAL)
@@ -54,7 +58,8 @@ def gaussian_dropout_kernel(x, y, stddev, salt):
 
 @njit(**SERIAL)
 def channel_mask_kernel(mask, threshold, scale, counter):
-    """mask[j] = scale when (image, channel) j is kept, else 0; a new draw every step."""
+    """mask[j] = scale when mask entry j (an (image, channel) pair, or an entry of a noise shape)
+    is kept, else 0; a new draw every step."""
     salt = step_salt(counter)
     for j in range(mask.size):
         bits = _mix64(np.uint64(j) ^ salt) >> np.uint64(48)
@@ -143,16 +148,21 @@ class SpatialDropout2DOp(Op):
     def output_dims(self, input_dims):
         return tuple(input_dims)
 
-    def forward(self, builder, x, need_input_grad=True):
-        if not builder.training or self.rate == 0:
-            return x, lambda output_grad: output_grad
+    def mask_dims(self, x):
+        """Logical dims of the mask: one value per (image, channel)."""
         if len(x.dims) != 4 or x.flattened:
             raise ValueError(f"{self.kind} '{self.name}': expected a 4D input, got shape "
                              f"{x.keras_shape}")
+        n, c = x.dims[:2]
+        return (n, c, 1, 1)
+
+    def forward(self, builder, x, need_input_grad=True):
+        if not builder.training or self.rate == 0:
+            return x, lambda output_grad: output_grad
+        dims = self.mask_dims(x)
         _check_f32(x, f"{self.kind} '{self.name}'")
         desc = x.memory.desc
-        n, c = x.dims[:2]
-        mask_desc = MemoryDesc.with_tag((n, c, 1, 1), dnnl.f32, dnnl.abcd)
+        mask_desc = MemoryDesc.with_tag(dims, dnnl.f32, PLAIN_TAGS[len(dims)])
         mask = builder.keep(builder.allocate(mask_desc))
         builder.add_forward(builder.memory_kernel(
             channel_mask_kernel, (mask, keep_threshold(self.rate),
@@ -177,3 +187,21 @@ class SpatialDropout2DOp(Op):
             return input_grad
 
         return x.with_memory(output), backward
+
+
+class BroadcastDropoutOp(SpatialDropout2DOp):
+    """Dropout with a noise shape: one keep-or-drop draw per entry of the mask, broadcast over
+    the input's axes where the mask has size 1.
+
+    Args: name, rate (in [0, 1)), seed (int or None), mask_axes (the logical axes, (N, C, H,
+    W) order for 4D, along which the mask varies: (0,) drops whole samples)."""
+
+    def __init__(self, name, rate, seed=None, mask_axes=(0,)):
+        super().__init__(name, rate, seed, kind="Dropout")
+        self.mask_axes = tuple(mask_axes)
+
+    def mask_dims(self, x):
+        if x.flattened:
+            raise ValueError(f"Dropout '{self.name}': noise_shape on an input flattened from "
+                             f"4D is not supported, got shape {x.keras_shape}")
+        return tuple(d if i in self.mask_axes else 1 for i, d in enumerate(x.dims))

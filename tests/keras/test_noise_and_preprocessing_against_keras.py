@@ -125,7 +125,7 @@ def test_normalization_adapt_matches_keras(data_format, axis):
     (lambda: kk.layers.AlphaDropout(0.1, noise_shape=(None, 1)), "argument noise_shape"),
     (lambda: kk.layers.SpatialDropout2D(1.0), r"argument rate must be a float in \[0, 1\)"),
     (lambda: kk.layers.ActivityRegularization(l1=-1), "argument l1"),
-    (lambda: kk.layers.Rescaling([1.0, 2.0]), "per-channel arrays are not supported"),
+    (lambda: kk.layers.Rescaling([1.0, "a"]), "argument scale must be a float or an array"),
     (lambda: kk.layers.Normalization(axis=(1, 2)), "several axes are not supported"),
     (lambda: kk.layers.Normalization(mean=1.0), "must be given together"),
 ])

@@ -83,8 +83,27 @@ class _Merge(Layer):
     # the op, and 0 after it: not done here yet, so masked inputs are refused
     masks_values = False
 
+    # the keras.ops function that joins two inputs of different shapes which broadcast, as
+    # Keras's merges do (EfficientNet's squeeze-and-excitation: (N, H, W, C) * (N, 1, 1, C))
+    broadcast_function = None
+
+    def _broadcasts(self, inputs):
+        if self.broadcast_function is None or len(inputs) != 2:
+            return False
+        a, b = inputs[0].shape, inputs[1].shape
+        return a != b and len(a) == len(b) and not any(
+            getattr(t, "flattened", False) for t in inputs) and all(
+            x == y or x == 1 or y == 1 for x, y in zip(a[1:], b[1:], strict=True))
+
     def call(self, inputs):
         inputs = self._unflatten(self._check_inputs(inputs), always=False)
+        if self._broadcasts(inputs):
+            from ..ops.binary import binary
+
+            if any(getattr(t, "_keras_mask", None) is not None for t in inputs):
+                raise ValueError(f"{self.context}: inputs with a mask are not supported when "
+                                 "their shapes broadcast")
+            return binary(self.broadcast_function, inputs[0], inputs[1])
         self._check_shapes(inputs)
         if self.masks_values and any(getattr(t, "_keras_mask", None) is not None
                                      for t in inputs):
@@ -98,6 +117,7 @@ class Add(_Merge):
     """Element-wise sum of its inputs (ResNet shortcuts): `Add()([x, y])`."""
 
     op_class = ops.AddOp
+    broadcast_function = "add"
 
 
 class Subtract(_Merge):
@@ -112,6 +132,7 @@ class Multiply(_Merge):
 
     op_class = ops.MultiplyOp
     masks_values = True
+    broadcast_function = "multiply"
 
 
 class Average(_Merge):

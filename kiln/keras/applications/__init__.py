@@ -1,0 +1,38 @@
+"""`keras.applications`: ImageNet models built from kiln's layers, with Keras 3's layer names
+and weight order, so Keras's weight files load (docs/applications.md lists what exists).
+
+    from kiln.keras.applications import ResNet50
+    model = ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
+"""
+
+from . import (
+    efficientnet,
+    imagenet_utils,
+    mobilenet_v2,
+    resnet,
+    resnet50,
+    resnet_v2,
+    vgg16,
+    vgg19,
+)
+from .efficientnet import (
+    EfficientNetB0,
+    EfficientNetB1,
+    EfficientNetB2,
+    EfficientNetB3,
+    EfficientNetB4,
+    EfficientNetB5,
+    EfficientNetB6,
+    EfficientNetB7,
+)
+from .mobilenet_v2 import MobileNetV2
+from .resnet import ResNet50, ResNet101, ResNet152
+from .resnet_v2 import ResNet50V2, ResNet101V2, ResNet152V2
+from .vgg16 import VGG16
+from .vgg19 import VGG19
+
+__all__ = ["efficientnet", "imagenet_utils", "mobilenet_v2", "resnet", "resnet50", "resnet_v2",
+           "vgg16", "vgg19", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2",
+           "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6",
+           "EfficientNetB7", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2",
+           "ResNet101V2", "ResNet152V2", "VGG16", "VGG19"]
