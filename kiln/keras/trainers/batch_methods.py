@@ -14,6 +14,16 @@ from .batch_steps import BatchRunner
 from .data_adapters import get_data_adapter
 
 
+def results_in_order(names, logs):
+    """The logged values as Keras's list results give them: one per metric name, in
+    `metrics_names` order, then any other log by sorted key. Two outputs of one nested model
+    share a loss name ('functional_loss'): the dict keeps one value, the list repeats it for
+    each name, as Keras does (scripts index the list by `metrics_names`)."""
+    values = [logs[name] for name in names if name in logs]
+    values += [logs[key] for key in sorted(logs) if key not in names]
+    return values if len(values) > 1 else values[0]
+
+
 def is_data_source(data):
     """A generator, iterator or PyDataset (not a tuple of arrays)."""
     return data is not None and not isinstance(data, (tuple, list, dict)) \
@@ -104,8 +114,7 @@ class BatchMethods:
         logs = runner.logs()
         if return_dict:
             return logs
-        values = list(logs.values())
-        return values if len(values) > 1 else values[0]
+        return results_in_order(runner.names(), logs)
 
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None,
                        return_dict=False):

@@ -13,7 +13,7 @@ from .. import optimizers as optimizers_module
 from ..callbacks import CallbackList, ProgbarLogger
 from ..distribution import data_parallel_loop as data_parallel
 from ..layers.base_layer import pack_like
-from .batch_methods import BatchMethods, is_data_source
+from .batch_methods import BatchMethods, is_data_source, results_in_order
 from .batch_steps import BatchRunner
 from .class_id_checks import check_all_class_ids
 from .compile_utils import CompileLoss, CompileMetrics, output_names
@@ -258,8 +258,7 @@ class Trainer(BatchMethods):
             adapter.close()
         if return_dict:
             return results
-        values = list(results.values())
-        return values if len(values) > 1 else values[0]
+        return results_in_order(self.metrics_names, results)
 
 
 def _leaves(value):

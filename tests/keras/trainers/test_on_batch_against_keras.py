@@ -33,3 +33,30 @@ def test_each_call_reports_its_own_batch():
             np.testing.assert_allclose(
                 [kiln_logs[k] for k in keras_logs], [float(v) for v in keras_logs.values()],
                 rtol=keras_oracle.RTOL, atol=keras_oracle.ATOL, err_msg=f"{method} {index}")
+
+
+def two_outputs_of_one_nested_model(K):
+    """mnist_acgan's combined model: both outputs come from one nested model, so Keras names
+    both per-output losses 'functional_loss'."""
+    inputs = K.Input((4,))
+    inner = K.Model(inputs, [K.layers.Dense(1, activation="sigmoid", name="generation")(inputs),
+                             K.layers.Dense(3, activation="softmax", name="auxiliary")(inputs)])
+    outer_inputs = K.Input((4,))
+    model = K.Model(outer_inputs, inner(outer_inputs))
+    model.compile(K.optimizers.SGD(0.1),
+                  ["binary_crossentropy", "sparse_categorical_crossentropy"])
+    return model
+
+
+def test_list_results_follow_metrics_names_when_two_losses_share_a_name():
+    kiln_model, keras_model, _ = keras_oracle.build_pair(two_outputs_of_one_nested_model)
+    x = np.random.default_rng(1).standard_normal((8, 4)).astype(np.float32)
+    y = [np.full(8, 0.9, np.float32), np.arange(8) % 3]
+    for method in ("train_on_batch", "test_on_batch", "evaluate"):
+        kwargs = {"verbose": 0} if method == "evaluate" else {}
+        ours = getattr(kiln_model, method)(x, y, **kwargs)
+        theirs = getattr(keras_model, method)(x, y, **kwargs)
+        assert kiln_model.metrics_names == keras_model.metrics_names
+        assert len(ours) == len(theirs) == len(kiln_model.metrics_names) == 3, method
+        np.testing.assert_allclose(ours, [float(v) for v in theirs],
+                                   rtol=keras_oracle.RTOL, atol=keras_oracle.ATOL, err_msg=method)
