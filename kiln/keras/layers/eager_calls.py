@@ -16,9 +16,13 @@ normalization normalizes with the batch's statistics) through a training-mode fo
 (no loss, no backward, no update), cached like the inference plans.
 """
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, tracing
+from ...plan.plan_cache import cache_size
 from ..variables import Variable
 from .weight import Weight
 
@@ -72,6 +76,9 @@ def _array(value, layer):
     return array.astype(np.float32)
 
 
+_WRAPPERS_LOCK = threading.Lock()
+
+
 def _wrapper(layer, args, kwargs, arrays):
     """The one-layer model for this input signature (made and built on the first call)."""
     from ..models.model import Functional
@@ -80,9 +87,15 @@ def _wrapper(layer, args, kwargs, arrays):
 
     key = (tuple((a.shape[1:], a.dtype.kind) for a in arrays),
            repr(sorted(kwargs.items())), len(args))
-    cache = layer.__dict__.setdefault("_eager_models", {})
-    model = cache.get(key)
-    if model is None:
+    # one lock: two threads calling a layer on a new signature trace it once; the wrappers
+    # kept per layer are bounded like a model's plans (a layer called on many sequence
+    # lengths would otherwise keep a model and its plans for each)
+    with _WRAPPERS_LOCK:
+        cache = layer.__dict__.setdefault("_eager_models", OrderedDict())
+        model = cache.get(key)
+        if model is not None:
+            cache.move_to_end(key)
+            return model
         inputs = [Input(shape=a.shape[1:], dtype="int32" if a.dtype.kind == "i" else None)
                   for a in arrays]
         structured = pack_like(list(args), inputs)
@@ -91,6 +104,8 @@ def _wrapper(layer, args, kwargs, arrays):
                            name=f"{layer.name}_eager")
         model._layer_output_structure = outputs
         cache[key] = model
+        while len(cache) > cache_size():
+            cache.popitem(last=False)
     return model
 
 

@@ -195,3 +195,43 @@ def test_bad_eager_calls_are_refused():
     with pytest.raises(TypeError, match="MultiHeadAttention.*attention_mask"):
         attention(rng_array(2, 3, 4), rng_array(2, 3, 4),
                   attention_mask=np.ones((2, 3, 3), bool))
+
+
+def test_wrappers_of_a_layer_called_on_many_shapes_are_bounded(monkeypatch):
+    monkeypatch.setenv("KILN_PLAN_CACHE_SIZE", "3")
+    layer = kk.layers.Conv1D(2, 3, padding="same")
+    rng = np.random.default_rng(0)
+    for length in range(4, 12):  # eight input signatures
+        x = rng.standard_normal((2, length, 3)).astype(np.float32)
+        y = layer(x)
+        assert y.shape == (2, length, 2)
+    assert len(layer._eager_models) == 3  # the three most recent signatures
+    np.testing.assert_allclose(layer(x), y)  # the newest is reused
+
+
+def test_threads_calling_a_layer_on_new_shapes_get_their_own_results():
+    import threading
+
+    layer = kk.layers.Dense(4)
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((5, width)).astype(np.float32) for width in (3, 3, 3, 3)]
+    layer(inputs[0])  # builds the layer: every thread below uses the same kernel
+    kernel, bias = layer.get_weights()
+    results, errors = {}, []
+
+    def call(index):
+        try:
+            for _ in range(20):
+                results[index] = layer(inputs[index])
+        except Exception as error:  # noqa: BLE001 (reported below)
+            errors.append(error)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for index, x in enumerate(inputs):
+        np.testing.assert_allclose(results[index], x @ kernel + bias, rtol=1e-5, atol=1e-6)
+    assert len(layer._eager_models) == 1
