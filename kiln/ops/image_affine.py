@@ -12,16 +12,14 @@ import math
 
 import numpy as np
 
-from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc
-from .base import Op
 from .image_affine_kernels import (
     FILL_MODES,
     INTERPOLATIONS,
     affine_backward_kernel,
     affine_forward_kernel,
 )
-from .image_random import check_image_input, draw_uniforms, new_counter
+from .image_augment import ImageAugmentOp
+from .image_random import draw_uniforms, new_counter
 from .numba_config import SERIAL, njit
 
 ROTATION, ZOOM, TRANSLATION, SHEAR = range(4)
@@ -66,7 +64,7 @@ def build_maps(uniforms, ranges, kind, h, w, maps):
             maps[n, 3], maps[n, 4], maps[n, 5] = np.float32(second * sign), 1.0, 0.0
 
 
-class RandomAffineOp(Op):
+class RandomAffineOp(ImageAugmentOp):
     """Args: name, kind (a key of KINDS, also the layer's name in messages), ranges
     (((lower, upper), (lower, upper)) of the two factors, see build_maps), interpolation
     ('bilinear' or 'nearest'), fill_mode ('reflect', 'wrap', 'constant', 'nearest'),
@@ -83,39 +81,24 @@ class RandomAffineOp(Op):
         self.counter = new_counter(seed)
         self.maps = np.zeros((0, 6), np.float32)
 
-    def output_dims(self, input_dims):
-        return tuple(input_dims)
+    @property
+    def layer_name(self):
+        return self.kind
 
-    def forward(self, builder, x, need_input_grad=True):
-        if not builder.training:
-            return x, lambda output_grad: output_grad
-        who = f"{self.kind} '{self.name}'"
-        check_image_input(x, who)
-        n, c, h, w = x.dims
-        nhwc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.acdb)
-        source = builder.reorder(x.memory, nhwc, f"{self.name} input to nhwc")
+    def plan_draws(self, builder, shape):
+        n, h, w = shape[0], shape[1], shape[2]
         uniforms = np.zeros((n, 3), np.float64)
         self.maps = np.zeros((n, 6), np.float32)
-        shape = np.array([n, h, w, c], np.int64)
         builder.add_forward(builder.kernel(draw_uniforms, (self.counter, uniforms),
                                            f"{self.name} draw"))
         builder.add_forward(builder.kernel(
             build_maps, (uniforms, self.ranges, KINDS[self.kind], h, w, self.maps),
             f"{self.name} maps"))
-        output = builder.allocate(nhwc)
-        builder.add_forward(builder.memory_kernel(
-            affine_forward_kernel, (source, output, shape, self.maps, self.mode, self.bilinear,
-                                    self.fill_value), f"{self.name} forward"))
 
-        def backward(output_grad):
-            if not need_input_grad:
-                return None
-            grad = builder.reorder(output_grad, nhwc, f"{self.name} gradient to nhwc",
-                                   backward=True)
-            input_grad = builder.allocate(nhwc)
-            builder.add_backward(builder.memory_kernel(
-                affine_backward_kernel, (grad, input_grad, shape, self.maps, self.mode,
-                                         self.bilinear), f"{self.name} backward"))
-            return input_grad
+    def forward_kernel(self, source, output, shape):
+        return affine_forward_kernel, (source, output, shape, self.maps, self.mode,
+                                       self.bilinear, self.fill_value)
 
-        return x.with_memory(output), backward
+    def backward_kernel(self, source, grad, input_grad, shape):
+        return affine_backward_kernel, (grad, input_grad, shape, self.maps, self.mode,
+                                        self.bilinear)

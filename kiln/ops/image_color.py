@@ -12,10 +12,8 @@ identity in inference plans. Images are read and written in NHWC.
 
 import numpy as np
 
-from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc
-from .base import Op
-from .image_random import check_image_input, draw_uniforms, new_counter
+from .image_augment import ImageAugmentOp
+from .image_random import draw_uniforms, new_counter
 from .numba_config import PARALLEL, njit, prange
 
 CONTRAST, BRIGHTNESS = 0, 1
@@ -83,8 +81,8 @@ def scale_draws(uniforms, factors, lower, upper, scale, offset):
         factors[n] = (lower + uniforms[n, 0] * (upper - lower)) * scale + offset
 
 
-class _ColorOp(Op):
-    kind_name, kind = None, None
+class _ColorOp(ImageAugmentOp):
+    kind = None
 
     def __init__(self, name, factor, value_range=(0, 255), seed=None):
         self.name = name
@@ -93,53 +91,33 @@ class _ColorOp(Op):
         self.counter = new_counter(seed)
         self.factors = np.zeros(0, np.float32)
 
-    def output_dims(self, input_dims):
-        return tuple(input_dims)
-
     def draw_range(self):
         """(lower, upper, scale, offset) of the per-image factor."""
         raise NotImplementedError
 
-    def forward(self, builder, x, need_input_grad=True):
-        if not builder.training:
-            return x, lambda output_grad: output_grad
-        check_image_input(x, f"{self.kind_name} '{self.name}'")
-        n, c, h, w = x.dims
-        nhwc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.acdb)
-        source = builder.reorder(x.memory, nhwc, f"{self.name} input to nhwc")
-        uniforms = np.zeros((n, 1), np.float64)
-        self.factors = np.zeros(n, np.float32)
-        shape = np.array([n, h, w, c], np.int64)
+    def plan_draws(self, builder, shape):
+        uniforms = np.zeros((shape[0], 1), np.float64)
+        self.factors = np.zeros(shape[0], np.float32)
         builder.add_forward(builder.kernel(draw_uniforms, (self.counter, uniforms),
                                            f"{self.name} draw"))
         builder.add_forward(builder.kernel(scale_draws, (uniforms, self.factors,
                                                          *self.draw_range()),
                                            f"{self.name} factors"))
-        output = builder.allocate(nhwc)
-        builder.add_forward(builder.memory_kernel(
-            color_forward_kernel, (source, output, shape, self.factors, self.kind, self.low,
-                                   self.high), f"{self.name} forward"))
 
-        def backward(output_grad):
-            if not need_input_grad:
-                return None
-            grad = builder.reorder(output_grad, nhwc, f"{self.name} gradient to nhwc",
-                                   backward=True)
-            input_grad = builder.allocate(nhwc)
-            builder.add_backward(builder.memory_kernel(
-                color_backward_kernel, (source, grad, input_grad, shape, self.factors,
-                                        self.kind, self.low, self.high),
-                f"{self.name} backward"))
-            return input_grad
+    def forward_kernel(self, source, output, shape):
+        return color_forward_kernel, (source, output, shape, self.factors, self.kind,
+                                      self.low, self.high)
 
-        return x.with_memory(output), backward
+    def backward_kernel(self, source, grad, input_grad, shape):
+        return color_backward_kernel, (source, grad, input_grad, shape, self.factors,
+                                       self.kind, self.low, self.high)
 
 
 class RandomContrastOp(_ColorOp):
     """Args: name, factor ((lower, upper) as Keras stores it), value_range, seed. After each
     training step `factors` holds the contrast factor of every image."""
 
-    kind_name, kind = "RandomContrast", CONTRAST
+    layer_name, kind = "RandomContrast", CONTRAST
 
     def draw_range(self):
         return 1.0 - self.lower, 1.0 + self.upper, 1.0, 0.0
@@ -149,7 +127,7 @@ class RandomBrightnessOp(_ColorOp):
     """Args: name, factor ((lower, upper)), value_range, seed. After each training step
     `factors` holds the shift added to every image."""
 
-    kind_name, kind = "RandomBrightness", BRIGHTNESS
+    layer_name, kind = "RandomBrightness", BRIGHTNESS
 
     def draw_range(self):
         return self.lower, self.upper, float(self.high - self.low), 0.0

@@ -7,10 +7,8 @@ identity in inference plans. Images are read and written in NHWC.
 
 import numpy as np
 
-from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc
-from .base import Op
-from .image_random import check_image_input, draw_uniforms, new_counter
+from .image_augment import ImageAugmentOp
+from .image_random import draw_uniforms, new_counter
 from .numba_config import PARALLEL, njit, prange
 
 MODES = ("horizontal", "vertical", "horizontal_and_vertical")
@@ -33,44 +31,28 @@ def flip_kernel(x, y, shape, uniforms, horizontal, vertical):
                     target[n, r, c, k] = source[n, read_r, read_c, k]
 
 
-class RandomFlipOp(Op):
+class RandomFlipOp(ImageAugmentOp):
     """Args: name, mode (one of MODES), seed (int or None). After each training step
     `uniforms[:, 0] <= 0.5` says which images were flipped."""
+
+    layer_name = "RandomFlip"
 
     def __init__(self, name, mode, seed=None):
         self.name, self.mode = name, mode
         self.counter = new_counter(seed)
         self.uniforms = np.zeros((0, 1), np.float64)
 
-    def output_dims(self, input_dims):
-        return tuple(input_dims)
-
-    def forward(self, builder, x, need_input_grad=True):
-        if not builder.training:
-            return x, lambda output_grad: output_grad
-        check_image_input(x, f"RandomFlip '{self.name}'")
-        n, c, h, w = x.dims
-        nhwc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.acdb)
-        source = builder.reorder(x.memory, nhwc, f"{self.name} input to nhwc")
-        self.uniforms = np.zeros((n, 1), np.float64)
-        shape = np.array([n, h, w, c], np.int64)
-        horizontal, vertical = self.mode != "vertical", self.mode != "horizontal"
+    def plan_draws(self, builder, shape):
+        self.uniforms = np.zeros((shape[0], 1), np.float64)
         builder.add_forward(builder.kernel(draw_uniforms, (self.counter, self.uniforms),
                                            f"{self.name} draw"))
-        output = builder.allocate(nhwc)
-        builder.add_forward(builder.memory_kernel(
-            flip_kernel, (source, output, shape, self.uniforms, horizontal, vertical),
-            f"{self.name} forward"))
 
-        def backward(output_grad):
-            if not need_input_grad:
-                return None
-            grad = builder.reorder(output_grad, nhwc, f"{self.name} gradient to nhwc",
-                                   backward=True)
-            input_grad = builder.allocate(nhwc)
-            builder.add_backward(builder.memory_kernel(
-                flip_kernel, (grad, input_grad, shape, self.uniforms, horizontal, vertical),
-                f"{self.name} backward"))
-            return input_grad
+    def _flip(self, source, target, shape):
+        horizontal, vertical = self.mode != "vertical", self.mode != "horizontal"
+        return flip_kernel, (source, target, shape, self.uniforms, horizontal, vertical)
 
-        return x.with_memory(output), backward
+    def forward_kernel(self, source, output, shape):
+        return self._flip(source, output, shape)
+
+    def backward_kernel(self, source, grad, input_grad, shape):
+        return self._flip(grad, input_grad, shape)

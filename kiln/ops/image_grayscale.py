@@ -7,10 +7,8 @@ gradients, ...). The identity in inference plans. Images are read and written in
 
 import numpy as np
 
-from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc
-from .base import Op
-from .image_random import check_image_input, draw_uniforms, new_counter
+from .image_augment import ImageAugmentOp
+from .image_random import draw_uniforms, new_counter
 from .numba_config import PARALLEL, njit, prange
 
 WEIGHTS = np.array([0.2989, 0.5870, 0.1140], np.float32)
@@ -40,47 +38,32 @@ def grayscale_kernel(x, y, shape, uniforms, factor, weights, transpose):
                     target[n, p, k] = gray
 
 
-class RandomGrayscaleOp(Op):
+class RandomGrayscaleOp(ImageAugmentOp):
     """Args: name, factor (probability in [0, 1]), seed. After each training step
     `uniforms[:, 0] < factor` says which images were turned gray."""
+
+    layer_name = "RandomGrayscale"
 
     def __init__(self, name, factor, seed=None):
         self.name, self.factor = name, float(factor)
         self.counter = new_counter(seed)
         self.uniforms = np.zeros((0, 1), np.float64)
 
-    def output_dims(self, input_dims):
-        return tuple(input_dims)
-
-    def forward(self, builder, x, need_input_grad=True):
-        if not builder.training:
-            return x, lambda output_grad: output_grad
-        who = f"RandomGrayscale '{self.name}'"
-        check_image_input(x, who)
-        n, c, h, w = x.dims
-        if c != 3:
+    def check_input(self, x, who):
+        super().check_input(x, who)
+        if x.dims[1] != 3:
             raise ValueError(f"{who}: expected images of 3 channels (RGB), got shape "
                              f"{x.keras_shape}")
-        nhwc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.acdb)
-        source = builder.reorder(x.memory, nhwc, f"{self.name} input to nhwc")
-        self.uniforms = np.zeros((n, 1), np.float64)
-        shape = np.array([n, h, w, c], np.int64)
+
+    def plan_draws(self, builder, shape):
+        self.uniforms = np.zeros((shape[0], 1), np.float64)
         builder.add_forward(builder.kernel(draw_uniforms, (self.counter, self.uniforms),
                                            f"{self.name} draw"))
-        output = builder.allocate(nhwc)
-        builder.add_forward(builder.memory_kernel(
-            grayscale_kernel, (source, output, shape, self.uniforms, self.factor, WEIGHTS,
-                               False), f"{self.name} forward"))
 
-        def backward(output_grad):
-            if not need_input_grad:
-                return None
-            grad = builder.reorder(output_grad, nhwc, f"{self.name} gradient to nhwc",
-                                   backward=True)
-            input_grad = builder.allocate(nhwc)
-            builder.add_backward(builder.memory_kernel(
-                grayscale_kernel, (grad, input_grad, shape, self.uniforms, self.factor,
-                                   WEIGHTS, True), f"{self.name} backward"))
-            return input_grad
+    def forward_kernel(self, source, output, shape):
+        return grayscale_kernel, (source, output, shape, self.uniforms, self.factor, WEIGHTS,
+                                  False)
 
-        return x.with_memory(output), backward
+    def backward_kernel(self, source, grad, input_grad, shape):
+        return grayscale_kernel, (grad, input_grad, shape, self.uniforms, self.factor,
+                                  WEIGHTS, True)

@@ -21,11 +21,9 @@ import math
 
 import numpy as np
 
-from ..binding import constants as dnnl
-from ..binding.memory import MemoryDesc
-from .base import Op
 from .dropout import step_salt
-from .image_random import check_image_input, new_counter
+from .image_augment import ImageAugmentOp
+from .image_random import new_counter
 from .noise import _normal
 from .numba_config import PARALLEL, SERIAL, njit, prange
 
@@ -139,7 +137,7 @@ def mix_backward_kernel(dy, dx, shape, kind, inverse, weights, boxes, apply):
                     target[m, r, c, k] = value
 
 
-class MixOp(Op):
+class MixOp(ImageAugmentOp):
     """Args: name, kind (a key of KINDS), params (see draw_mix), seed; RandomErasing also
     fill_value (None, a number or one per channel) and value_range. After each training step
     `perm`, `weights`, `boxes` ((x0, x1, y0, y1) per image) and `apply` hold the draws."""
@@ -153,41 +151,25 @@ class MixOp(Op):
         self.low, self.high = (np.float32(v) for v in value_range)
         self.counter, self.salt = new_counter(seed), np.zeros(1, np.uint64)
 
-    def output_dims(self, input_dims):
-        return tuple(input_dims)
+    @property
+    def layer_name(self):
+        return self.kind
 
-    def forward(self, builder, x, need_input_grad=True):
-        if not builder.training:
-            return x, lambda output_grad: output_grad
-        check_image_input(x, f"{self.kind} '{self.name}'")
-        n, c, h, w = x.dims
-        nhwc = MemoryDesc.with_tag(x.dims, dnnl.f32, dnnl.acdb)
-        source = builder.reorder(x.memory, nhwc, f"{self.name} input to nhwc")
+    def plan_draws(self, builder, shape):
+        n, h, w = shape[0], shape[1], shape[2]
         self.perm, self.inverse = np.zeros(n, np.int64), np.zeros(n, np.int64)
         self.weights, self.boxes = np.ones(n, np.float64), np.zeros((n, 4), np.float32)
         self.apply = np.zeros(n, np.bool_)
-        shape = np.array([n, h, w, c], np.int64)
-        kind = KINDS[self.kind]
         builder.add_forward(builder.kernel(
-            draw_mix, (self.counter, kind, self.params, h, w, self.salt, self.perm,
-                       self.inverse, self.weights, self.boxes, self.apply),
+            draw_mix, (self.counter, KINDS[self.kind], self.params, h, w, self.salt,
+                       self.perm, self.inverse, self.weights, self.boxes, self.apply),
             f"{self.name} draw"))
-        output = builder.allocate(nhwc)
-        builder.add_forward(builder.memory_kernel(
-            mix_forward_kernel, (source, output, shape, kind, self.perm, self.weights,
-                                 self.boxes, self.apply, self.fill, self.random_fill,
-                                 self.low, self.high, self.salt), f"{self.name} forward"))
 
-        def backward(output_grad):
-            if not need_input_grad:
-                return None
-            grad = builder.reorder(output_grad, nhwc, f"{self.name} gradient to nhwc",
-                                   backward=True)
-            input_grad = builder.allocate(nhwc)
-            builder.add_backward(builder.memory_kernel(
-                mix_backward_kernel, (grad, input_grad, shape, kind, self.inverse,
-                                      self.weights, self.boxes, self.apply),
-                f"{self.name} backward"))
-            return input_grad
+    def forward_kernel(self, source, output, shape):
+        return mix_forward_kernel, (source, output, shape, KINDS[self.kind], self.perm,
+                                    self.weights, self.boxes, self.apply, self.fill,
+                                    self.random_fill, self.low, self.high, self.salt)
 
-        return x.with_memory(output), backward
+    def backward_kernel(self, source, grad, input_grad, shape):
+        return mix_backward_kernel, (grad, input_grad, shape, KINDS[self.kind], self.inverse,
+                                     self.weights, self.boxes, self.apply)
