@@ -1,6 +1,12 @@
 """Models with recurrent layers in files, both ways with real Keras 3: the weights live in
 the layers' cells in both frameworks, so the .keras archive, the Keras 2 .h5 model and the
-.weights.h5 file name them alike."""
+.weights.h5 file name them alike. Three architectures: stacked GRU / SimpleRNN / LSTM layers;
+Bidirectional wrappers (their two layers are `forward_layer` and `backward_layer` in both); the
+RNN wrapper over cells, whose config nests the cell (or the stack of cells) as Keras writes it
+and whose weights live in the cells ("rnn/lstm_cell/kernel",
+"bidirectional/forward_rnn_1/stacked_rnn_cells/gru_cell/kernel"); Keras reading kiln's file
+also checks kiln's predictions there: a stack of cells in a Bidirectional runs as two chains
+of ops and the merge."""
 
 import keras_oracle
 import numpy as np
@@ -17,12 +23,31 @@ pytestmark = [
 ]
 
 
-def build(K):
-    inputs = K.Input((5, 3))
-    x = K.layers.GRU(4, return_sequences=True)(inputs)
+def stacked_layers(K, x):
+    x = K.layers.GRU(4, return_sequences=True)(x)
     x = K.layers.SimpleRNN(3, return_sequences=True, go_backwards=True)(x)
-    x = K.layers.LSTM(3)(x)
-    return K.Model(inputs, K.layers.Dense(2)(x))
+    return K.layers.LSTM(3)(x)
+
+
+def bidirectional_layers(K, x):
+    x = K.layers.Bidirectional(K.layers.GRU(4, return_sequences=True), merge_mode="sum")(x)
+    return K.layers.Bidirectional(K.layers.LSTM(3), backward_layer=K.layers.LSTM(
+        3, go_backwards=True, unit_forget_bias=False))(x)
+
+
+def cell_wrappers(K, x):
+    x = K.layers.RNN(K.layers.LSTMCell(4), return_sequences=True)(x)
+    return K.layers.Bidirectional(K.layers.RNN(K.layers.StackedRNNCells(
+        [K.layers.GRUCell(3), K.layers.SimpleRNNCell(2)])), merge_mode="ave")(x)
+
+
+@pytest.fixture(params=[stacked_layers, bidirectional_layers, cell_wrappers],
+                ids=["stacked", "bidirectional", "cells"])
+def build(request):
+    def model(K):
+        inputs = K.Input((5, 3))
+        return K.Model(inputs, K.layers.Dense(2)(request.param(K, inputs)))
+    return model
 
 
 @pytest.fixture
@@ -30,20 +55,22 @@ def data():
     return np.random.default_rng(0).normal(size=(4, 5, 3)).astype(np.float32)
 
 
-def test_keras_archive_both_ways(tmp_path, data):
+def test_keras_archive_both_ways(tmp_path, data, build):
     ours = build(kk)
     expected = ours.predict(data, verbose=0)
     ours.save(tmp_path / "ours.keras")
-    np.testing.assert_allclose(kk.models.load_model(tmp_path / "ours.keras").predict(
-        data, verbose=0), expected, rtol=1e-6)
+    again = kk.models.load_model(tmp_path / "ours.keras")
+    assert [w.path for w in again.weights] == [w.path for w in ours.weights]
+    np.testing.assert_allclose(again.predict(data, verbose=0), expected, rtol=1e-6)
     theirs = keras_real.models.load_model(tmp_path / "ours.keras")
+    assert [w.path for w in theirs.weights] == [w.path for w in ours.weights]
     np.testing.assert_allclose(theirs.predict(data, verbose=0), expected, rtol=1e-4, atol=1e-6)
     theirs.save(tmp_path / "theirs.keras")
     np.testing.assert_allclose(kk.models.load_model(tmp_path / "theirs.keras").predict(
         data, verbose=0), expected, rtol=1e-4, atol=1e-6)
 
 
-def test_weights_file_read_by_keras(tmp_path, data):
+def test_weights_file_read_by_keras(tmp_path, data, build):
     ours = build(kk)
     ours.save_weights(tmp_path / "ours.weights.h5")
     theirs = build(keras_real)
@@ -52,7 +79,7 @@ def test_weights_file_read_by_keras(tmp_path, data):
                                rtol=1e-4, atol=1e-6)
 
 
-def test_legacy_h5_round_trip(tmp_path, data):
+def test_legacy_h5_round_trip(tmp_path, data, build):
     ours = build(kk)
     ours.save(tmp_path / "ours.h5")
     np.testing.assert_array_equal(kk.models.load_model(tmp_path / "ours.h5").predict(
