@@ -59,6 +59,18 @@ def nested(K, functional_inner):
 
 BUILDERS = {"sequential_cnn": sequential_cnn, "resnet_block": resnet_block,
             "frozen_part": frozen_part}
+# every model in both data formats
+CASES = [(name, fmt) for name in sorted(BUILDERS) for fmt in ("channels_last", "channels_first")]
+
+
+def compile_model(model, K):
+    """The compile state the files must carry: Adam's slots, a loss and a metric."""
+    model.compile(optimizer=K.optimizers.Adam(learning_rate=0.01),
+                  loss="categorical_crossentropy", metrics=["accuracy"])
+
+
+def fit(model, x, y, epochs=1, batch_size=8):
+    return model.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
 
 
 def data(data_format="channels_last", count=16, seed=0):

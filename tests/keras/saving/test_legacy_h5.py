@@ -15,22 +15,14 @@ import keras_oracle  # noqa: E402
 import models_for_saving  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from models_for_saving import CASES  # noqa: E402
+from models_for_saving import compile_model as _compile  # noqa: E402
+from models_for_saving import fit as _fit  # noqa: E402
 
 from kiln import keras as kk  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("kiln_keras_env")
 RTOL, ATOL = keras_oracle.RTOL, keras_oracle.ATOL
-CASES = [(name, fmt) for name in sorted(models_for_saving.BUILDERS)
-         for fmt in ("channels_last", "channels_first")]
-
-
-def _compile(model, K):
-    model.compile(optimizer=K.optimizers.Adam(learning_rate=0.01),
-                  loss="categorical_crossentropy", metrics=["accuracy"])
-
-
-def _fit(model, x, y, epochs=1, batch_size=8):
-    return model.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
 
 
 def _names(values):
