@@ -111,6 +111,9 @@ def load_weights(model, weights, imagenet_file=None, url_base=""):
     except ValueError as error:
         raise ValueError(f"{who}: the weights file {path} does not fit this architecture: "
                          f"{error}") from error
+    except OSError as error:  # not a weights file at all (Keras raises h5py's OSError)
+        raise OSError(f"{who}: argument weights: {path} cannot be read as a weights file: "
+                      f"{error}") from error
     return model
 
 

@@ -138,8 +138,8 @@ def load_legacy_weights(model, filepath, by_name=False, skip_mismatch=False):
     try:
         h5 = h5py.File(filepath, "r")
     except OSError as error:
-        raise ValueError(f"load_weights: {filepath} is not a readable HDF5 file "
-                         f"({error})") from error
+        raise OSError(f"load_weights: {filepath} is not a readable HDF5 file "
+                      f"({error})") from error  # OSError, as Keras's (h5py's)
     with h5:
         group = get_group(h5, "model_weights", filepath) if has_entry(
             h5, "model_weights", filepath) else h5

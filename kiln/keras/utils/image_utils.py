@@ -85,7 +85,12 @@ def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest",
     image = convert_mode(open_image(path), color_mode)
     if target_size is None:
         return image
-    size = (target_size[1], target_size[0])
+    if not isinstance(target_size, (tuple, list)) or len(target_size) != 2 or not all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+            for v in target_size):
+        raise ValueError(f"load_img: argument target_size must be None or (height, width), "
+                         f"two positive ints, got {target_size!r}")
+    size = (int(target_size[1]), int(target_size[0]))
     if image.size == size:
         return image
     if interpolation not in PIL_INTERPOLATIONS:
