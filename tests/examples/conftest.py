@@ -1,4 +1,5 @@
-"""`keras2_cache`: an empty temporary Keras cache for the Keras 2 example scripts."""
+"""`keras2_cache`: an empty temporary Keras cache for the Keras 2 example scripts;
+`real_mnist`: mnist.load_data() of $KILN_DATASETS, read once (see mnist_subset.py)."""
 
 import random
 import urllib.error
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from kiln.keras import backend, initializers
+from kiln.keras.datasets import mnist
 
 
 @pytest.fixture
@@ -31,3 +33,8 @@ def keras2_cache(tmp_path, monkeypatch):
     random.seed(0)
     yield home / "datasets"
     backend._reset_for_tests()
+
+
+@pytest.fixture(scope="session")
+def real_mnist():
+    return mnist.load_data()

@@ -27,23 +27,19 @@ images give 4 batches of 100 (the script's display also takes the first 400), 50
 """
 
 import math
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from keras2_scripts import run_script, six_moves_shim
+from mnist_subset import needs_mnist, write_mnist
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "keras"))  # the shared real-Keras helper
 from keras_oracle import real_keras  # noqa: E402
 
 from kiln import keras as kiln_keras  # noqa: E402
 from kiln.keras import models  # noqa: E402
-from kiln.keras.datasets import mnist  # noqa: E402
-
-DATASETS = os.environ.get("KILN_DATASETS")
-HAS_MNIST = bool(DATASETS) and (Path(DATASETS) / "mnist").is_dir()
 
 
 def frozen_after_compile(K):
@@ -80,19 +76,12 @@ def test_a_model_frozen_after_compile_trains_as_in_keras3():
     assert min(theirs[2]) > 0 and min(ours[2]) > 0  # the generator trains
 
 
-@pytest.fixture(scope="module")
-def real_mnist():
-    return mnist.load_data()
-
-
-@pytest.mark.skipif(not HAS_MNIST, reason="needs $KILN_DATASETS/mnist")
+@needs_mnist
 def test_mnist_acgan(keras2_cache, real_mnist, capsys, monkeypatch, tmp_path):
     pytest.importorskip("PIL")
     six_moves_shim(monkeypatch)
     monkeypatch.chdir(tmp_path)  # weights, the picture and the history go there
-    (x_train, y_train), (x_test, y_test) = real_mnist
-    np.savez(keras2_cache / "mnist.npz", x_train=x_train[:400], y_train=y_train[:400],
-             x_test=x_test[:50], y_test=y_test[:50])
+    write_mnist(keras2_cache, real_mnist, 400, 50)
     calls = []  # (model name, loss values, weights before, weights after) per train_on_batch
     train_on_batch = models.Model.train_on_batch
 

@@ -18,7 +18,6 @@ sequence: one training step of batch 32), 64 / 32 for net2net (five models).
 """
 
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -28,24 +27,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "keras"))  # the shared real-Keras helper
 from keras2_scripts import epoch_logs, printed_number, run_script  # noqa: E402
 from keras_oracle import real_keras  # noqa: E402
+from mnist_subset import needs_mnist, write_mnist  # noqa: E402
 
 from kiln.keras import models  # noqa: E402
-from kiln.keras.datasets import mnist  # noqa: E402
 
-DATASETS = os.environ.get("KILN_DATASETS")
-HAS_MNIST = bool(DATASETS) and (Path(DATASETS) / "mnist").is_dir()
-pytestmark = pytest.mark.skipif(not HAS_MNIST, reason="needs $KILN_DATASETS/mnist")
-
-
-@pytest.fixture(scope="module")
-def real_mnist():
-    return mnist.load_data()
-
-
-def write_mnist(cache, real_mnist, train, test):
-    (x_train, y_train), (x_test, y_test) = real_mnist
-    np.savez(cache / "mnist.npz", x_train=x_train[:train], y_train=y_train[:train],
-             x_test=x_test[:test], y_test=y_test[:test])
+pytestmark = needs_mnist
 
 
 def test_mnist_irnn(keras2_cache, real_mnist, capsys):

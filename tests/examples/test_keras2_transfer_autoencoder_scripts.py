@@ -16,37 +16,15 @@ Lines rewritten (each must occur exactly once):
   mnist_transfer_cnn.py  `epochs = 5` -> `epochs = 3`
 """
 
-import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 from keras2_scripts import epoch_logs, run_script
+from mnist_subset import losses_fall, needs_mnist, write_mnist
 
 from kiln.keras import models
-from kiln.keras.datasets import mnist
 
-DATASETS = os.environ.get("KILN_DATASETS")
-HAS_MNIST = bool(DATASETS) and (Path(DATASETS) / "mnist").is_dir()
-pytestmark = pytest.mark.skipif(not HAS_MNIST, reason="needs $KILN_DATASETS/mnist")
-
-
-@pytest.fixture(scope="module")
-def real_mnist():
-    return mnist.load_data()
-
-
-def write_mnist(cache, real_mnist, train, test):
-    (x_train, y_train), (x_test, y_test) = real_mnist
-    np.savez(cache / "mnist.npz", x_train=x_train[:train], y_train=y_train[:train],
-             x_test=x_test[:test], y_test=y_test[:test])
-
-
-def losses_fall(logs):
-    losses = [log["loss"] for log in logs]
-    assert all(math.isfinite(loss) for loss in losses)
-    assert losses[-1] < losses[0], losses
+pytestmark = needs_mnist
 
 
 def test_mnist_denoising_autoencoder(keras2_cache, real_mnist, capsys, monkeypatch, tmp_path):
