@@ -28,10 +28,12 @@ pytestmark = [
 ]
 
 
-# name: (kiln module, arguments besides weights=None, input_shape=(32, 32, 3), classes=10)
+# name: (kiln module, arguments besides weights=None, input_shape=(32, 32, 3), classes=10,
+# classifier_activation=None)
 CASES = {
     "MobileNet": ("mobilenet", {"alpha": 0.5}),
-    "MobileNetV3Small": ("mobilenet_v3", {}),
+    # its default input: (None, None, 3), any size
+    "MobileNetV3Small": ("mobilenet_v3", {"input_shape": None}),
     "EfficientNetV2B0": ("efficientnet_v2", {}),
 }
 
@@ -54,10 +56,11 @@ def test_weights_files_both_ways_and_predictions(name, fast_keras_init, tmp_path
 
     def build(K):
         builder = getattr(getattr(K.applications, module) if K is kk else K.applications, name)
-        return builder(weights=None, input_shape=(32, 32, 3), classes=10,
-                       classifier_activation=None, **arguments)
+        return builder(**{"weights": None, "input_shape": (32, 32, 3), "classes": 10,
+                          "classifier_activation": None, **arguments})
 
     kiln_model, keras_model = build_both(keras, build)
+    assert tuple(kiln_model.input.shape) == tuple(keras_model.input.shape)
     kiln_file, keras_file = tmp_path / "kiln.weights.h5", tmp_path / "keras.weights.h5"
     kiln_initial = kiln_model.get_weights()
     kiln_model.save_weights(kiln_file)
