@@ -15,6 +15,7 @@ import hashlib
 import numpy as np
 import pytest
 from applications_helpers import build_both, images
+from test_applications_against_keras import assert_step_close
 
 import kiln.keras.applications.efficientnet_v2
 import kiln.keras.applications.mobilenet
@@ -33,7 +34,7 @@ pytestmark = [
 CASES = {
     "MobileNet": ("mobilenet", {"alpha": 0.5}),
     # its default input: (None, None, 3), any size
-    "MobileNetV3Small": ("mobilenet_v3", {"input_shape": None}),
+    "MobileNetV3Small": ("mobilenet_v3", {"input_shape": None, "dropout_rate": 0.0}),
     "EfficientNetV2B0": ("efficientnet_v2", {}),
 }
 
@@ -80,6 +81,22 @@ def test_weights_files_both_ways_and_predictions(name, fast_keras_init, tmp_path
     for weight, value, expected in zip(kiln_model.weights, keras_model.get_weights(),
                                        kiln_initial, strict=True):
         np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from kiln")
+
+    if name == "MobileNetV3Small":
+        # one SGD step from kiln's initial weights, BatchNormalization in training mode:
+        # the backward of hard-swish, of the hard sigmoid's ops, of the squeeze-excite
+        # Multiply and of the Flatten at the top
+        kiln_model.load_weights(kiln_file)
+        y = np.eye(10, dtype=np.float32)[np.random.default_rng(1).integers(0, 10, len(x))]
+        losses = []
+        for K, model in ((kk, kiln_model), (keras, keras_model)):
+            model.compile(optimizer=K.optimizers.SGD(learning_rate=0.01),
+                          loss=K.losses.CategoricalCrossentropy(from_logits=True))
+            losses.append(model.fit(x, y, batch_size=len(x), epochs=1, shuffle=False,
+                                    verbose=0).history["loss"][0])
+        assert losses[0] == pytest.approx(float(losses[1]), rel=1e-4), "training loss"
+        assert_step_close(kiln_model, kiln_initial, kiln_model.get_weights(),
+                          keras_model.get_weights(), name)
 
 
 @pytest.fixture
