@@ -141,3 +141,20 @@ def test_preprocess_input_equals_keras(module, fast_keras_init):
         apps.imagenet_utils.decode_predictions.__doc__)
     with pytest.raises(ValueError, match=r"shape \(1, 10\)"):
         getattr(apps, module).decode_predictions(np.zeros((1, 10)))
+
+
+NEW_MODELS = ["MobileNet", "MobileNetV3Small", "MobileNetV3Large", "EfficientNetV2B0",
+              "EfficientNetV2B1", "EfficientNetV2B2", "EfficientNetV2B3", "EfficientNetV2S",
+              "EfficientNetV2M", "EfficientNetV2L"]
+
+
+@pytest.mark.parametrize("name", NEW_MODELS)
+def test_exported_with_keras_arguments_and_defaults(name, fast_keras_init):
+    import inspect
+
+    def parameters(function):
+        return [(p.name, p.default) for p in inspect.signature(function).parameters.values()]
+
+    assert parameters(getattr(apps, name)) == parameters(
+        getattr(fast_keras_init.applications, name))
+    assert name in apps.__all__
