@@ -2,12 +2,14 @@
 
 The axis is a Keras axis (of the shape Keras shows); oneDNN works on logical dims (N, C, H, W),
 so a channels_last 4D tensor's Keras axes (N, H, W, C) map to logical (0, 2, 3, 1). It runs in
-the input's layout, blocked or not.
+the input's layout, blocked or not. A 4D tensor seen through a Flatten is first reordered to
+the (N, features) matrix in Keras's (H, W, C) order (MobileNetV3 ends Flatten -> softmax).
 """
 
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from .base import Op
+from .flatten import FlattenToMatrixOp
 
 ALGORITHMS = {"softmax": dnnl.softmax_accurate, "log_softmax": dnnl.softmax_log}
 # Keras axis of a channels_last 4D tensor -> logical axis
@@ -38,8 +40,7 @@ class SoftmaxOp(Op):
     def forward(self, builder, x, need_input_grad=True):
         context = f"Softmax '{self.name}'"
         if x.flattened:
-            raise ValueError(f"{context}: {self.kind} over a flattened 4D tensor is not "
-                             "supported; apply it after a Dense layer")
+            return self._forward_flattened(builder, x, need_input_grad)
         axis = logical_axis(self.axis, len(x.dims), x.data_format, context)
         alg = ALGORITHMS[self.kind]
         desc = x.memory.desc
@@ -65,3 +66,16 @@ class SoftmaxOp(Op):
             return input_grad
 
         return x.with_memory(output), backward
+
+    def _forward_flattened(self, builder, x, need_input_grad):
+        """Over a 4D tensor seen flattened (Flatten then softmax, as MobileNetV3's top):
+        the (N, features) matrix in Keras's (H, W, C) order first, then the softmax over its
+        features; the gradient goes back through the same reorder."""
+        matrix, to_image = FlattenToMatrixOp(self.name).forward(builder, x, need_input_grad)
+        output, backward = self.forward(builder, matrix, need_input_grad)
+
+        def backward_flattened(output_grad):
+            grad = backward(output_grad)
+            return None if grad is None else to_image(grad)
+
+        return output, backward_flattened

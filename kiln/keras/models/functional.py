@@ -9,7 +9,7 @@ order a depth-first walk from the outputs first met each layer.
 
 from collections import defaultdict
 
-from ...graph.symbolic import SymbolicTensor
+from ...graph.symbolic import SymbolicTensor, apply
 from ..layers.base_layer import flatten, layer_sources, pack_like
 
 
@@ -78,10 +78,6 @@ def has_operations(model):
 def replay(model, inputs, nodes):
     """Call the layers of `model`'s graph again on new `inputs` (calling a model as a layer):
     the same layer objects, so the same weights."""
-    if has_operations(model):
-        raise NotImplementedError(
-            f"{model.context}: a functional model with keras.ops calls between its layers "
-            "cannot be called as a layer yet; put those calls in a Lambda or a Layer subclass")
     given = flatten(inputs)
     if len(given) != len(model.inputs):
         raise ValueError(f"{model.context}: expected {len(model.inputs)} input(s), got "
@@ -98,7 +94,7 @@ def replay(model, inputs, nodes):
             raise ValueError(f"{model.context}: input '{old.name}' expects shape "
                              f"{shown}, got {new.shape} from '{new.name}'")
     mapping = replay_mapping(model, given, nodes)
-    outputs = [mapping[id(t)] for t in model.outputs]
+    outputs = [replay_operations(t, mapping) for t in model.outputs]
     if len(outputs) == 1 and not isinstance(model._output_structure, dict):
         return outputs[0]  # Keras unpacks a one-output list
     return pack_like(model._output_structure, outputs)
@@ -111,8 +107,8 @@ def replay_mapping(model, given, nodes):
 
     def substitute(structure):
         flat = flatten(structure)
-        return pack_like(structure, [mapping.get(id(t), t) if isinstance(t, SymbolicTensor)
-                                     else t for t in flat])
+        return pack_like(structure, [replay_operations(t, mapping)
+                                     if isinstance(t, SymbolicTensor) else t for t in flat])
 
     for node in nodes:
         if not node.input_tensors:
@@ -122,3 +118,22 @@ def replay_mapping(model, given, nodes):
         for old, new in zip(node.outputs, flatten(outputs), strict=True):
             mapping[id(old)] = new
     return mapping
+
+
+def replay_operations(tensor, mapping):
+    """The counterpart of `tensor` in a replay: the one in `mapping`, or, for the result of
+    keras.ops calls made outside any layer (MobileNetV3's `ReLU(6)(x + 3) * (1 / 6)`), the
+    same ops applied again to the counterparts of their inputs (added to `mapping`). A
+    tensor of neither kind (outside the model's graph) stands for itself."""
+    known = mapping.get(id(tensor))
+    if known is not None:
+        return known
+    node = tensor.node
+    if tensor._keras_history is not None or node is None:
+        return tensor
+    inputs = [replay_operations(t, mapping) for t in node.inputs]
+    many = getattr(node.op, "arity", 1) is None
+    new = apply(node.op, inputs if many else inputs[0], flattened=tensor.flattened)
+    new.dtype = tensor.dtype
+    mapping[id(tensor)] = new
+    return new

@@ -28,7 +28,7 @@ from ...ops.tensor import logical_dims
 from .. import initializers
 from ..layers.base_layer import flatten, pack_like
 from ..layers.input_layer import PROBE_SIZE, InputLayer
-from .functional import has_operations, replay_mapping
+from .functional import replay_mapping, replay_operations
 
 # the second size each None axis is traced at: far from PROBE_SIZE, so that after a few
 # stride-2 layers the two traces still differ where the size follows the input
@@ -84,7 +84,7 @@ class VariableShapes:
                 shown = shapes[0] if len(shapes) == 1 else list(shapes)
                 raise ValueError(f"{self.model.context}: a batch of input shape "
                                  f"{shown} (without the batch axis): {error}") from error
-        outputs = [mapping[id(t)] for t in self.model.outputs]
+        outputs = [replay_operations(t, mapping) for t in self.model.outputs]
         return Graph(inputs, outputs)
 
     # -- tracing ----------------------------------------------------------------------------
@@ -176,12 +176,12 @@ def _concrete_input(old, shape):
 
 def _replays_its_layers(model):
     """Whether the model's layer graph can be called again as it is (a functional or
-    Sequential model without keras.ops between its layers)."""
+    Sequential model; keras.ops between its layers are applied again with them)."""
     from .model import Model
 
     own_call = type(model).call
-    return (own_call is Model.call or getattr(own_call, "__qualname__", "").startswith(
-        "Sequential.")) and not has_operations(model)
+    return own_call is Model.call or getattr(own_call, "__qualname__", "").startswith(
+        "Sequential.")
 
 
 def _weight_shapes_at(layer, node, mapping):
