@@ -36,3 +36,7 @@ __all__ = ["efficientnet", "imagenet_utils", "mobilenet_v2", "resnet", "resnet50
            "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6",
            "EfficientNetB7", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2",
            "ResNet101V2", "ResNet152V2", "VGG16", "VGG19"]
+from . import densenet, inception_v3, xception  # noqa: E402
+from .densenet import DenseNet121, DenseNet169, DenseNet201  # noqa: E402
+from .inception_v3 import InceptionV3  # noqa: E402
+from .xception import Xception  # noqa: E402
