@@ -6,15 +6,21 @@ and weight order, so Keras's weight files load (docs/applications.md lists what 
 """
 
 from . import (
+    convnext,
+    densenet,
     efficientnet,
     imagenet_utils,
+    inception_v3,
     mobilenet_v2,
     resnet,
     resnet50,
     resnet_v2,
     vgg16,
     vgg19,
+    xception,
 )
+from .convnext import ConvNeXtBase, ConvNeXtLarge, ConvNeXtSmall, ConvNeXtTiny, ConvNeXtXLarge
+from .densenet import DenseNet121, DenseNet169, DenseNet201
 from .efficientnet import (
     EfficientNetB0,
     EfficientNetB1,
@@ -25,18 +31,19 @@ from .efficientnet import (
     EfficientNetB6,
     EfficientNetB7,
 )
+from .inception_v3 import InceptionV3
 from .mobilenet_v2 import MobileNetV2
 from .resnet import ResNet50, ResNet101, ResNet152
 from .resnet_v2 import ResNet50V2, ResNet101V2, ResNet152V2
 from .vgg16 import VGG16
 from .vgg19 import VGG19
+from .xception import Xception
 
 __all__ = ["efficientnet", "imagenet_utils", "mobilenet_v2", "resnet", "resnet50", "resnet_v2",
            "vgg16", "vgg19", "EfficientNetB0", "EfficientNetB1", "EfficientNetB2",
            "EfficientNetB3", "EfficientNetB4", "EfficientNetB5", "EfficientNetB6",
            "EfficientNetB7", "MobileNetV2", "ResNet50", "ResNet101", "ResNet152", "ResNet50V2",
            "ResNet101V2", "ResNet152V2", "VGG16", "VGG19"]
-from . import densenet, inception_v3, xception  # noqa: E402
-from .densenet import DenseNet121, DenseNet169, DenseNet201  # noqa: E402
-from .inception_v3 import InceptionV3  # noqa: E402
-from .xception import Xception  # noqa: E402
+__all__ += ["convnext", "densenet", "inception_v3", "xception", "ConvNeXtBase", "ConvNeXtLarge",
+            "ConvNeXtSmall", "ConvNeXtTiny", "ConvNeXtXLarge", "DenseNet121", "DenseNet169",
+            "DenseNet201", "InceptionV3", "Xception"]

@@ -20,6 +20,7 @@ pytestmark = [
 CASES = {"DenseNet121": (32, "densenet", {"classes": 10}),
          "Xception": (71, "xception", {"include_top": False, "pooling": "avg"}),
          "InceptionV3": (75, "inception_v3", {"include_top": False, "pooling": "max"}),
+         "ConvNeXtTiny": (32, "convnext", {"classes": 10}),
          }
 
 
