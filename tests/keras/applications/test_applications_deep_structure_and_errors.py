@@ -1,5 +1,5 @@
 """DenseNet, Xception, InceptionV3 and ConvNeXt beyond the comparisons with Keras's models:
-the other variants against a record of Keras's structure, Keras's LayerScale and
+the variants not compared there against a record of Keras's structure, Keras's LayerScale and
 StochasticDepth (configs both ways, the per-sample drop), `weights="imagenet"` from the Keras
 cache (a Keras 2 `.h5` as Keras publishes them, through ConvNeXt's nested Sequentials), and
 Keras's errors for bad arguments."""
@@ -29,6 +29,7 @@ pytestmark = [
 # ConvNeXtLarge (259 layers, 342 weights, 196230336 parameters) and ConvNeXtXLarge (259, 342,
 # 348147968) are the same code with wider stages; too big to build here.
 KERAS_STRUCTURE = {
+    "DenseNet121": (427, 604, 7037504, "b9d04e4721c8b32f"),
     "DenseNet169": (595, 844, 12642880, "5b0de060c3d5fc64"),
     "DenseNet201": (707, 1004, 18321984, "262733db30112097"),
     "ConvNeXtSmall": (259, 342, 49454688, "9aabb6fdfa5ac1eb"),
