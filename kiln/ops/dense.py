@@ -1,12 +1,16 @@
 """DenseOp (inner product): shape rule, forward (bias + activation as post-ops) and backward.
 
 On a sequence (N, T, C) it applies to the last axis, as Keras: the same inner product on the
-(N*T, C) view of the plain bytes, (N, T, units) out.
+(N*T, C) view of the plain bytes, (N, T, units) out. On an image (not flattened) likewise, on
+the last axis Keras shows (C for channels_last, as a 1x1 convolution; W for channels_first):
+the (N*H*W, C) view of its nhwc bytes (ConvNeXt's pointwise Dense layers).
 
 A DenseOp after FlattenOp reads the 4D blocked activation directly with 4D weights (units, C, H, W);
 its Keras kernel (features, units) maps onto them with a tag that encodes the flattened feature
 order, (H, W, C) in both data formats as Keras flattens. So FlattenOp costs nothing.
 """
+
+import numpy as np
 
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc
@@ -14,31 +18,39 @@ from .base import Op
 from .conv_family import INNER_PRODUCT, Pass, Primitives
 from .eltwise import post_ops
 from .layout_preference import prefer
-from .tensor import CHANNELS_LAST, Tensor
+from .tensor import CHANNELS_LAST, Tensor, keras_shape, logical_dims
 
 
 class DenseOp(Op):
     """Args: name, units, activation (None/'linear'/'relu'/'tanh'/'sigmoid'), use_bias,
     kernel_name (the kernel parameter is "<name>/<kernel_name>": a custom layer's
-    `keras.ops.matmul(x, self.w)` reads its weight 'w')."""
+    `keras.ops.matmul(x, self.w)` reads its weight 'w'), image_format (the data format of a
+    4D input that is not flattened: the op applies to its last Keras axis; None: a 4D input
+    must come flattened)."""
 
-    def __init__(self, name, units, activation=None, use_bias=True, kernel_name="kernel"):
+    def __init__(self, name, units, activation=None, use_bias=True, kernel_name="kernel",
+                 image_format=None):
         self.name = name
         self.units = units
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_name = kernel_name
+        self.image_format = image_format
 
     def replace(self, **changes):
         """A new DenseOp with `changes` to the arguments (a fused activation); this one is left
         as it is."""
         arguments = {"name": self.name, "units": self.units, "activation": self.activation,
-                     "use_bias": self.use_bias, "kernel_name": self.kernel_name}
+                     "use_bias": self.use_bias, "kernel_name": self.kernel_name,
+                     "image_format": self.image_format}
         return DenseOp(**{**arguments, **changes})
 
     def output_dims(self, input_dims):
         if len(input_dims) == 3:  # a sequence: the last axis is the features
             return (*input_dims[:2], self.units)
+        if len(input_dims) == 4 and self.image_format is not None:  # per position
+            shape = keras_shape(input_dims, self.image_format)
+            return logical_dims((*shape[:-1], self.units), self.image_format)
         return (input_dims[0], self.units)
 
     def parameter_dims(self, input_dims, data_format=CHANNELS_LAST):
@@ -46,6 +58,9 @@ class DenseOp(Op):
         (`data_format` is accepted for symmetry; the feature order is the same in both)."""
         if len(input_dims) in (2, 3):
             dims = {self.kernel_name: ((self.units, input_dims[-1]), dnnl.ba)}
+        elif self.image_format is not None:
+            features = keras_shape(input_dims, self.image_format)[-1]
+            dims = {self.kernel_name: ((self.units, features), dnnl.ba)}
         else:
             # Keras flattens (H, W, C) in both data formats: rows of the Keras kernel are
             # (h, w, c)-ordered, i.e. the logical (units, C, H, W) weights in tag cdba
@@ -55,7 +70,8 @@ class DenseOp(Op):
         return dims
 
     def forward(self, builder, x, need_input_grad=True):
-        if len(x.dims) == 3:
+        if len(x.dims) == 3 or (len(x.dims) == 4 and not x.flattened
+                                and self.image_format is not None):
             return self._forward_sequence(builder, x, need_input_grad)
         if len(x.dims) == 4 and not x.flattened:
             raise ValueError(f"Dense '{self.name}': expected a 2D input (batch, features), got "
@@ -102,26 +118,33 @@ class DenseOp(Op):
         return Tensor(output, x.data_format, flattened=False), backward
 
     def _forward_sequence(self, builder, x, need_input_grad):
-        """Dense on (N, T, C), as Keras applies it to the last axis: the inner product of the
-        (N*T, C) matrix the plain 3D bytes already are, its (N*T, units) output viewed back
-        as (N, T, units) (Conv1DOp's views, one axis down)."""
+        """Dense on (N, T, C) or an image, as Keras applies it to the last axis: the inner
+        product of the (rows, features) matrix the plain bytes in Keras's order already are
+        (nhwc for a channels_last image), its (rows, units) output viewed back in the same
+        order (Conv1DOp's views, one axis down)."""
         dt = builder.data_type
-        n, steps, features = x.dims
-        rows = n * steps
+        shape = keras_shape(x.dims, x.data_format)
+        features = shape[-1]
+        rows = int(np.prod(shape[:-1]))
+        out_dims = self.output_dims(x.dims)
 
-        def matrix_view(memory, dims3, label):
-            """`memory` (3D, any layout) as the (N*T, last axis) view of its plain bytes."""
-            plain = builder.reorder(memory, MemoryDesc.with_tag(dims3, dt), label,
-                                    backward=label.endswith("gradient"))
-            return plain.view(MemoryDesc.with_tag((rows, dims3[2]), dt))
+        def plain(dims):
+            tag = dnnl.acdb if len(dims) == 4 and x.data_format == CHANNELS_LAST else None
+            return MemoryDesc.with_tag(dims, dt, tag)
+
+        def matrix_view(memory, dims, label):
+            """`memory` (any layout) as the (rows, last Keras axis) view of its plain bytes."""
+            flat = builder.reorder(memory, plain(dims), label,
+                                   backward=label.endswith("gradient"))
+            return flat.view(MemoryDesc.with_tag((rows, keras_shape(dims, x.data_format)[-1]),
+                                                 dt))
 
         inner = Tensor(matrix_view(x.memory, x.dims, f"{self.name} input"), x.data_format)
         inner, backward2 = self.forward(builder, inner, need_input_grad)
-        out_dims = (n, steps, self.units)
         matrix = builder.reorder(inner.memory, MemoryDesc.with_tag((rows, self.units), dt),
                                  f"{self.name} output to plain")
         # views keep their bytes: liveness sharing moves only buffers no view reads
-        output = builder.keep(matrix).view(MemoryDesc.with_tag(out_dims, dt))
+        output = builder.keep(matrix).view(plain(out_dims))
 
         def backward(output_grad):
             inner.activation_grad_applied_downstream = result.activation_grad_applied_downstream
@@ -133,7 +156,7 @@ class DenseOp(Op):
                 return None
             grad = builder.reorder(grad, MemoryDesc.with_tag((rows, features), dt),
                                    f"{self.name} input gradient to plain", backward=True)
-            return builder.keep(grad).view(MemoryDesc.with_tag(x.dims, dt))
+            return builder.keep(grad).view(plain(x.dims))
 
         result = Tensor(output, x.data_format, activation=self.activation,
                         backward_reads_memory=False)

@@ -9,8 +9,9 @@ class Dense(Layer):
     """Fully connected layer: oneDNN inner product with bias and activation fused.
 
     After Flatten it reads the 4D activation directly (no reshape, no reorder); its kernel is
-    still the Keras (features, units) matrix. On a sequence (batch, steps, features) it applies
-    to the last axis, as Keras: (batch, steps, units).
+    still the Keras (features, units) matrix. On a sequence (batch, steps, features) or an
+    image (batch, height, width, channels) it applies to the last axis, as Keras: (batch,
+    steps, units), (batch, height, width, units).
 
     Args: units, activation, use_bias, kernel_initializer, bias_initializer,
     kernel_regularizer, bias_regularizer, activity_regularizer, kernel_constraint,
@@ -46,11 +47,13 @@ class Dense(Layer):
         self.op = ops.DenseOp(self.name, units, fused, use_bias)
 
     def build(self, input_shape):
-        if len(input_shape) not in (2, 3):
-            raise ValueError(f"{self.context}: expected a 2D input (batch, features) or a 3D "
-                             f"sequence (batch, steps, features), got shape {input_shape}; "
-                             "add a Flatten layer before it")
+        if len(input_shape) not in (2, 3, 4):
+            raise ValueError(f"{self.context}: expected a 2D input (batch, features), a 3D "
+                             "sequence (batch, steps, features) or a 4D image, got shape "
+                             f"{input_shape}")
         x = self._input_tensor
+        if len(input_shape) == 4 and not x.flattened:  # per position, on the last axis
+            self.op.image_format = x.data_format
         dims = self.op.parameter_dims(x.dims, x.data_format)
         self.add_kernel_and_bias((input_shape[-1], self.units), dims)
 

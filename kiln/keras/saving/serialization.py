@@ -18,6 +18,7 @@ import types
 # "package>name" -> class or function, and the object -> its registered name
 _REGISTERED = {}
 _REGISTERED_NAMES = {}
+_KERAS_MODULES = {}  # kiln's classes Keras registers outside its public modules -> Keras's module
 _scopes = threading.local()
 
 
@@ -35,6 +36,16 @@ def register_keras_serializable(package="Custom", name=None):
         return obj
 
     return decorator
+
+
+def register_keras_class(cls, keras_module):
+    """Registers one of kiln's layer classes that Keras keeps outside keras.layers (ConvNeXt's
+    LayerScale) as Keras saves it: under its bare class name, from `keras_module`, so configs
+    load both ways."""
+    _REGISTERED[cls.__name__] = cls
+    _REGISTERED_NAMES[cls] = cls.__name__
+    _KERAS_MODULES[cls] = keras_module
+    return cls
 
 
 def get_registered_name(obj):
@@ -111,7 +122,8 @@ def serialize_keras_object(obj):
         # a user's layer class, not registered: Keras 3 saves it under its class name, and
         # loading it then needs the class in custom_objects (or a custom_object_scope)
         registered = type(obj).__name__
-    module = type(obj).__module__ if registered else _public_module(obj)
+    module = _KERAS_MODULES.get(type(obj)) or (type(obj).__module__ if registered
+                                                else _public_module(obj))
     config = {"module": None if module == "__main__" else module,  # as Keras writes it
               "class_name": type(obj).__name__, "config": obj.get_config(),
               "registered_name": registered}
