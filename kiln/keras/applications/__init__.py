@@ -11,8 +11,8 @@ from . import (
     efficientnet,
     efficientnet_v2,
     imagenet_utils,
-    mobilenet,
     inception_v3,
+    mobilenet,
     mobilenet_v2,
     mobilenet_v3,
     resnet,
@@ -43,8 +43,8 @@ from .efficientnet_v2 import (
     EfficientNetV2M,
     EfficientNetV2S,
 )
-from .mobilenet import MobileNet
 from .inception_v3 import InceptionV3
+from .mobilenet import MobileNet
 from .mobilenet_v2 import MobileNetV2
 from .mobilenet_v3 import MobileNetV3Large, MobileNetV3Small
 from .resnet import ResNet50, ResNet101, ResNet152

@@ -166,3 +166,26 @@ def test_module_preprocessing_modes():
     np.testing.assert_allclose(kk.applications.densenet.preprocess_input(x.copy())[0, 0, 0],
                                expected, rtol=1e-6)
     assert kk.applications.convnext.preprocess_input(x) is x
+
+
+def test_convnext_is_a_frozen_base_called_as_a_layer():
+    """The transfer-learning form: ConvNeXt's residual `inputs + x` (a keras.op between layers)
+    is replayed when the model is called as a layer; the nested call predicts what the base
+    does, and fit moves the head only."""
+    base = kk.applications.convnext.ConvNeXt([1, 1, 1, 1], [8, 16, 24, 32],
+                                             layer_scale_init_value=0.1, weights=None,
+                                             include_top=False, input_shape=(32, 32, 3))
+    base.trainable = False
+    inputs = kk.Input((32, 32, 3))
+    features = base(inputs, training=False)
+    model = kk.Model(inputs, kk.layers.Dense(2)(kk.layers.GlobalAveragePooling2D()(features)))
+    x = images(4, 32, seed=3)
+    np.testing.assert_allclose(kk.Model(inputs, features).predict(x, verbose=0),
+                               base.predict(x, verbose=0), rtol=1e-5, atol=1e-6)
+    before = base.get_weights()
+    model.compile("sgd", kk.losses.SparseCategoricalCrossentropy(from_logits=True))
+    head = model.layers[-1].get_weights()[0].copy()
+    model.fit(x, np.array([0, 1, 0, 1]), epochs=1, verbose=0)
+    for a, b in zip(before, base.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(head, model.layers[-1].get_weights()[0])
