@@ -14,6 +14,7 @@ import numpy as np
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
 from ...plan.interrupts import interrupts_deferred
+from .loss_inputs import fill_loss_inputs
 
 # float64 values below this round to a finite float32 (the largest, plus half its last unit)
 FLOAT32_ROUNDS_TO_FINITE = 2.0**128 - 2.0**103
@@ -84,13 +85,16 @@ class BatchRunner:
     def _run(self, xs, ys, sample_weights, step, epoch):
         training = self.kind == "fit"
         size = len(xs[0])
-        plan = self.model._plan(training, size, evaluate=not training, inputs=xs)
+        loss_call = self.model._loss_call(ys, sample_weights, training)
+        plan = self.model._plan(training, size, evaluate=not training, inputs=xs,
+                                loss_call=loss_call)
         if training:  # set during a data-parallel fit (keras/distribution/)
             plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
                  else f"{self.owner}, batch {step}" if step is not None else self.owner)
         self._fill_labels(plan, ys, where)
         self._fill_weights(plan, sample_weights, where)
+        fill_loss_inputs(plan, ys, sample_weights, where)
         plan.use_input(xs)
         # Ctrl-C waits until the metrics and loss means have taken the batch in too
         with interrupts_deferred():
