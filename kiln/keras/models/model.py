@@ -317,8 +317,8 @@ class Model(ModelLosses, Trainer, Layer):
         kind = "training" if training else "inference"  # evaluation: inference forward
         if training or evaluate:
             call = loss_call or COMPILE_CALL._replace(training=bool(training))
-            losses = (self._compile_loss.output_losses() if self._uses_compiled_loss(call)
-                      else [])
+            losses = self._compile_loss.output_losses(self._uses_compiled_loss(call),
+                                                      self._compile_metrics.outputs)
             layer_graph = self._graph_with_losses(layer_graph, call)  # add_loss, compute_loss
             graph = fuse(layer_graph, self._plan_rules, kind,
                          heads={loss.output: loss.head for loss in losses})

@@ -14,6 +14,7 @@ import numpy as np
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
 from ...plan.interrupts import interrupts_deferred
+from .compile_utils import output_names
 from .loss_inputs import fill_loss_inputs
 
 # float64 values below this round to a finite float32 (the largest, plus half its last unit)
@@ -44,8 +45,8 @@ class LossTrackers:
 
     def update(self, plan, size):
         self.state[0, 0] += as_float32(plan.stats[0]) * size
-        if len(self.names) > 1:
-            for row, view in enumerate(plan.heads, start=1):
+        if len(self.names) > 1:  # (the heads of outputs only metrics read come last)
+            for row, view in enumerate(plan.heads[:len(self.names) - 1], start=1):
                 self.state[row, 0] += as_float32(view.stats[LOSS]) * size
         self.state[:, 1] += size
 
@@ -131,8 +132,7 @@ class BatchRunner:
         for view in plan.heads:
             index = view.loss.output
             argument = "y" if len(outputs) == 1 else f"y[{index}]"
-            output = self.model._compile_loss.entries
-            name = next(entry[3] for entry in output if entry[0] == index)
+            name = output_names(self.model)[index]
             view.labels[...] = self._labels(ys[index], view, argument, where, name,
                                             outputs[index].shape[1:])
 
