@@ -22,22 +22,24 @@ class Graph:
 
     `loss_inputs`: tensors without a node that only added losses read: the labels and sample
     weights a `compute_loss` override reads (the plan gives each a buffer the trainer fills
-    per batch, kiln/plan/loss_inputs.py).
+    per batch, kiln/plan/loss_inputs.py). `observed`: tensors the trainer reads after the
+    step (what a compute_loss override updates a metric with); rewrites keep them too.
     """
 
     def __init__(self, inputs, outputs, nodes=None, fused_heads=None, output_masks=None,
-                 added_losses=(), loss_inputs=()):
+                 added_losses=(), loss_inputs=(), observed=()):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.added_losses = list(added_losses)
         self.loss_inputs = list(loss_inputs)
+        self.observed = list(observed)
         # the Keras mask of each output (None where it has none): a loss weights the steps
         # of a sequence output by it, so its nodes are planned too
         self.output_masks = (list(output_masks) if output_masks is not None
                              else [getattr(t, "_keras_mask", None) for t in self.outputs])
         if nodes is None:
             roots = (self.outputs + [m for m in self.output_masks if m is not None]
-                     + self.added_losses)
+                     + self.added_losses + self.observed)
             nodes = topological_nodes(self.inputs, roots, self.loss_inputs)
         self.nodes = nodes
         self.consumers = consumers(self.nodes)
@@ -55,18 +57,19 @@ class Graph:
     def with_nodes(self, nodes):
         """The same inputs and outputs computed by rewritten `nodes` (fusion)."""
         return Graph(self.inputs, self.outputs, nodes, self.fused_heads, self.output_masks,
-                     self.added_losses, self.loss_inputs)
+                     self.added_losses, self.loss_inputs, self.observed)
 
-    def with_added_losses(self, losses, loss_inputs=()):
-        """This graph (before any rewrite) with the nodes computing `losses` too (from the
-        inputs and `loss_inputs`)."""
+    def with_added_losses(self, losses, loss_inputs=(), observed=()):
+        """This graph (before any rewrite) with the nodes computing `losses` and `observed`
+        too (from the inputs and `loss_inputs`)."""
         return Graph(self.inputs, self.outputs, output_masks=self.output_masks,
-                     added_losses=losses, loss_inputs=loss_inputs)
+                     added_losses=losses, loss_inputs=loss_inputs, observed=observed)
 
     @property
     def ends(self):
-        """The tensors someone outside the graph's nodes reads: outputs and added losses."""
-        return self.outputs + self.added_losses
+        """The tensors someone outside the graph's nodes reads: outputs, added losses and
+        observed tensors."""
+        return self.outputs + self.added_losses + self.observed
 
     @property
     def ops(self):

@@ -32,10 +32,11 @@ from ..layers.layer_losses import CollectLosses, refuse_loss_values
 from ..trainers import Trainer
 from .functional import map_layers, replay
 from .model_losses import COMPILE_CALL, ModelLosses
+from .model_metrics import ModelMetrics
 from .variable_shapes import VariableShapes, has_variable_axes
 
 
-class Model(ModelLosses, Trainer, Layer):
+class Model(ModelLosses, ModelMetrics, Trainer, Layer):
     """Args (functional): inputs, outputs (a tensor, list or dict of tensors), name.
 
     As in Keras 3, `Model(inputs, outputs)` makes a `Functional` (a Model subclass)."""
@@ -326,6 +327,8 @@ class Model(ModelLosses, Trainer, Layer):
                             optimizer=self.optimizer.make_updater() if training else None,
                             data_type=data_type, losses=losses,
                             metrics=self._compile_metrics.planners())
+            plan.metric_updates.extend(  # what a compute_loss override updates metrics with
+                self._traced_metric_updates(plan, self._compute_loss_extra(call)))
         else:
             graph = fuse(layer_graph, self._plan_rules, kind)
             plan = StepPlan(graph, batch_size, self.store, data_type=data_type)

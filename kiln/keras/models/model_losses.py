@@ -22,21 +22,32 @@ from collections import namedtuple
 
 from ...graph.symbolic import SymbolicTensor, tracing
 from ..layers.base_layer import flatten, pack_like
+from ..metrics.metric import recording_updates
+from .model_metrics import observed_tensors
 
 # How fit / evaluate call compute_loss for a batch: with labels, with how many sample-weight
 # arrays (0: none), in training. compile() traces the override as fit will with labels.
 LossCall = namedtuple("LossCall", "labels weights training")
 COMPILE_CALL = LossCall(True, 0, True)
+# What tracing compute_loss for one LossCall found: whether the compiled and layer-added
+# losses count, the added-loss tensors, the loss inputs (labels, sample weights) those and
+# the metric updates read, the metric updates (metric, args, kwargs) made on symbolic
+# tensors, and the terms the returned loss adds to the compiled one.
+LossTrace = namedtuple("LossTrace", "uses_compiled losses loss_inputs updates returned")
 
 
 class CompiledLossStandIn:
     """What `super().compute_loss(...)` returns while an override is traced: the compiled
     loss and the added losses, which the plan computes itself. Adding keras.ops tensors to it
-    collects them as further losses; it supports `+` and `sum()`-style accumulation only."""
+    collects them as further losses; it supports `+` and `sum()`-style accumulation only.
+    A metric may be updated with it (its value after the step: the compiled loss, the
+    added losses and its terms)."""
 
-    def __init__(self, model):
+    traced_value = True  # what a metric's update_state records (keras/metrics/metric.py)
+
+    def __init__(self, model, extra=()):
         self.model = model
-        self.extra = []
+        self.extra = list(extra)
 
     def __add__(self, other):
         if isinstance(other, CompiledLossStandIn):
@@ -47,8 +58,7 @@ class CompiledLossStandIn:
             raise TypeError(f"{self.model.context}: compute_loss may add tensors computed "
                             f"with keras.ops to the loss super().compute_loss() returned, "
                             f"got {type(other).__name__}")
-        self.extra.append(other)
-        return self
+        return CompiledLossStandIn(self.model, self.extra + [other])
 
     __radd__ = __add__
 
@@ -69,7 +79,7 @@ class ModelLosses:
         """The added-loss tensors of this model's graph, each once: its layer calls' (in
         the graph's order), its own call()'s, those added to the model itself, then what a
         compute_loss override adds (traced for `call`, a LossCall)."""
-        return self._compute_loss_extra(call)[1]
+        return self._compute_loss_extra(call).losses
 
     def _loss_call(self, ys, sample_weights, training):
         """The LossCall of a batch of `ys` and `sample_weights` (lists, or None), or None
@@ -109,12 +119,13 @@ class ModelLosses:
     def _uses_compiled_loss(self, call=COMPILE_CALL):
         """Whether the compiled loss is part of the total (False only for a compute_loss
         override that does not call super().compute_loss)."""
-        return self._compute_loss_extra(call)[0]
+        return self._compute_loss_extra(call).uses_compiled
 
     def _graph_with_losses(self, layer_graph, call=COMPILE_CALL):
         """`layer_graph` with the added losses, for a training or evaluation plan."""
-        _, losses, loss_inputs = self._compute_loss_extra(call)
-        if not losses:
+        _, losses, loss_inputs, updates, returned = self._compute_loss_extra(call)
+        observed = observed_tensors(updates, returned)
+        if not losses and not observed:
             return layer_graph
         if layer_graph is not self.graph:
             raise NotImplementedError(
@@ -125,7 +136,7 @@ class ModelLosses:
             if getattr(tensor, "dtype", "float32") != "float32":
                 raise ValueError(f"{self.context}: the added loss '{tensor.name}' is not a "
                                  "float tensor")
-        return layer_graph.with_added_losses(losses, loss_inputs)
+        return layer_graph.with_added_losses(losses, loss_inputs, observed)
 
     # -- compute_loss / train_step ----------------------------------------------------------
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
@@ -148,18 +159,17 @@ class ModelLosses:
         return CompiledLossStandIn(self)
 
     def _compute_loss_extra(self, call):
-        """(whether the compiled and layer-added losses count, the added-loss tensors, the
-        loss inputs (labels, sample weights) those read) for `call`: a compute_loss override
-        is traced once per graph and LossCall, and kept."""
+        """The LossTrace of `call`: a compute_loss override is traced once per graph and
+        LossCall, and kept."""
         if not self._overrides_compute_loss() or call is None or not getattr(
                 self, "built", False) or not hasattr(self, "graph"):
-            return True, _unique(self._layer_losses()), []
+            return LossTrace(True, _unique(self._layer_losses()), [], [], [])
         graph, traces = self.__dict__.get("_compute_loss_traces", (None, {}))
         if graph is not self.graph:
             traces = {}
             self.__dict__["_compute_loss_traces"] = (self.graph, traces)
         if call not in traces:
-            traces[call] = (True, _unique(self._layer_losses()), [])  # no recursion
+            traces[call] = LossTrace(True, _unique(self._layer_losses()), [], [], [])  # (once)
             traces[call] = trace_compute_loss(self, call)
         return traces[call]
 
@@ -238,6 +248,8 @@ def trace_compute_loss(model, call):
     model.__dict__["_traced_losses"] = model._layer_losses()
     model.__dict__["_traced_call"] = {"y": y, "y_pred": y_pred, "sample_weight": sample_weight}
     tracing.append(f"compute_loss of {model.context}")
+    recording = recording_updates()
+    updates = recording.__enter__()
     try:
         total = model.compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
                                    training=call.training)
@@ -248,11 +260,14 @@ def trace_compute_loss(model, call):
                          f"has no labels: pass y to fit / evaluate) and failed: {error}"
                          ) from error
     finally:
+        recording.__exit__(None, None, None)
         tracing.pop()
         model.__dict__.pop("_traced_losses", None)
         model.__dict__.pop("_traced_call", None)
+    returned = []
     if isinstance(total, CompiledLossStandIn):
         uses_compiled, extra = True, total.extra
+        returned = extra
     elif isinstance(total, SymbolicTensor):
         uses_compiled, extra = False, [total]  # the whole loss, without super()
     else:
@@ -261,7 +276,9 @@ def trace_compute_loss(model, call):
                         "super().compute_loss(...) plus one)")
     losses = _unique((model._layer_losses() if uses_compiled else []) + extra)
     sources = flatten([y, sample_weight]) if call.labels or call.weights else []
-    return uses_compiled, losses, [t for t in sources if _reaches(losses, t)]
+    read = losses + observed_tensors(updates, returned)
+    return LossTrace(uses_compiled, losses, [t for t in sources if _reaches(read, t)],
+                     updates, returned)
 
 
 def _reaches(ends, source):

@@ -75,6 +75,8 @@ class BatchRunner:
     def reset(self):
         self.trackers.reset()
         self.metrics.reset_state()
+        for metric in self.model._logged_metrics()[1]:  # the model's own (model_metrics.py)
+            metric.reset_state()
 
     def run(self, xs, ys, sample_weights, step, epoch=None):
         """One step on this batch (`step` None: the only one); returns the batch size."""
@@ -114,10 +116,18 @@ class BatchRunner:
         return size
 
     def logs(self):
-        return {**self.trackers.results(), **self.metrics.results()}
+        compiled, own = self.model._logged_metrics()
+        logs = {**self.trackers.results(), **self.metrics.results()} if compiled else {}
+        for metric in own:
+            result = metric.result()
+            logs.update(result if isinstance(result, dict) else {metric.name: result})
+        return logs
 
     def names(self):
-        return self.trackers.names + [name for name, _, _, _ in self.metrics.entries]
+        compiled, own = self.model._logged_metrics()
+        names = (self.trackers.names + [name for name, _, _, _ in self.metrics.entries]
+                 if compiled else [])
+        return names + [metric.name for metric in own if metric.name not in names]
 
     # -- labels and weights ---------------------------------------------------------------------
     def _fill_labels(self, plan, ys, where):
