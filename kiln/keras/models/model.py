@@ -328,7 +328,7 @@ class Model(ModelLosses, ModelMetrics, Trainer, Layer):
                             data_type=data_type, losses=losses,
                             metrics=self._compile_metrics.planners())
             plan.metric_updates.extend(  # what a compute_loss override updates metrics with
-                self._traced_metric_updates(plan, self._compute_loss_extra(call)))
+                self._traced_metric_updates(plan, self._step_trace(call)))
         else:
             graph = fuse(layer_graph, self._plan_rules, kind)
             plan = StepPlan(graph, batch_size, self.store, data_type=data_type)

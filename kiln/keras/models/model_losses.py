@@ -23,7 +23,7 @@ from collections import namedtuple
 from ...graph.symbolic import SymbolicTensor, tracing
 from ..layers.base_layer import flatten, pack_like
 from ..metrics.metric import recording_updates
-from .model_metrics import observed_tensors
+from .model_metrics import observed_tensors, with_computed_metrics
 
 # How fit / evaluate call compute_loss for a batch: with labels, with how many sample-weight
 # arrays (0: none), in training. compile() traces the override as fit will with labels.
@@ -32,8 +32,10 @@ COMPILE_CALL = LossCall(True, 0, True)
 # What tracing compute_loss for one LossCall found: whether the compiled and layer-added
 # losses count, the added-loss tensors, the loss inputs (labels, sample weights) those and
 # the metric updates read, the metric updates (metric, args, kwargs) made on symbolic
-# tensors, and the terms the returned loss adds to the compiled one.
-LossTrace = namedtuple("LossTrace", "uses_compiled losses loss_inputs updates returned")
+# tensors, the terms the returned loss adds to the compiled one; and, for a compute_metrics
+# override, whether it returns the compiled logs and the {name: tensor} it adds to them.
+LossTrace = namedtuple("LossTrace", "uses_compiled losses loss_inputs updates returned "
+                                    "compiled_logs metric_values", defaults=(True, None))
 
 
 class CompiledLossStandIn:
@@ -84,7 +86,7 @@ class ModelLosses:
     def _loss_call(self, ys, sample_weights, training):
         """The LossCall of a batch of `ys` and `sample_weights` (lists, or None), or None
         for a model without a compute_loss override (its plans do not depend on it)."""
-        if not self._overrides_compute_loss():
+        if not self._overrides_compute_loss() and not self._overrides_compute_metrics():
             return None
         return LossCall(ys is not None, len(sample_weights or ()), bool(training))
 
@@ -123,8 +125,9 @@ class ModelLosses:
 
     def _graph_with_losses(self, layer_graph, call=COMPILE_CALL):
         """`layer_graph` with the added losses, for a training or evaluation plan."""
-        _, losses, loss_inputs, updates, returned = self._compute_loss_extra(call)
-        observed = observed_tensors(updates, returned)
+        trace = self._step_trace(call)
+        losses, loss_inputs = trace.losses, trace.loss_inputs
+        observed = observed_tensors(trace.updates, trace.returned, trace.metric_values)
         if not losses and not observed:
             return layer_graph
         if layer_graph is not self.graph:
@@ -173,6 +176,20 @@ class ModelLosses:
             traces[call] = trace_compute_loss(self, call)
         return traces[call]
 
+    def _step_trace(self, call):
+        """The LossTrace of `call` with a compute_metrics override traced too (at the
+        first plan, once compile has resolved the logs it stands for)."""
+        trace = self._compute_loss_extra(call)
+        if not self._overrides_compute_metrics() or call is None:
+            return trace
+        graph, traces = self.__dict__.get("_compute_metrics_traces", (None, {}))
+        if graph is not self.graph:
+            traces = {}
+            self.__dict__["_compute_metrics_traces"] = (self.graph, traces)
+        if call not in traces:  # (the compute_loss trace is kept per graph and call too)
+            traces[call] = with_computed_metrics(self, call, trace)
+        return traces[call]
+
     def _refuse_step_overrides(self):
         """fit / evaluate refuse a train_step / test_step override (Keras 3's
         backend-specific way), naming compute_loss."""
@@ -208,6 +225,16 @@ def _same(value, traced):
         a is b for a, b in zip(values, tensors, strict=True))
 
 
+def symbolic_call(model, call):
+    """The symbolic (x, y, y_pred, sample_weight) compute_loss / compute_metrics are
+    traced with for `call`."""
+    x = model._input_structure if len(model.inputs) > 1 else model.inputs[0]
+    y_pred = (model.outputs[0] if len(model.outputs) == 1
+              else pack_like(model._output_structure, model.outputs))
+    y, sample_weight = loss_inputs(model, call)
+    return x, y, y_pred, sample_weight
+
+
 def loss_inputs(model, call):
     """The symbolic y and sample_weight compute_loss is traced with for `call` (each None
     when the batch has none): one label tensor per output, shaped like it and arranged like
@@ -241,10 +268,7 @@ def trace_compute_loss(model, call):
     when it did, then the tensors it adds to that or returns instead, the loss inputs
     those read), traced on the model's symbolic inputs and outputs and the labels and sample
     weights of `call`."""
-    x = model._input_structure if len(model.inputs) > 1 else model.inputs[0]
-    y_pred = (model.outputs[0] if len(model.outputs) == 1
-              else pack_like(model._output_structure, model.outputs))
-    y, sample_weight = loss_inputs(model, call)
+    x, y, y_pred, sample_weight = symbolic_call(model, call)
     model.__dict__["_traced_losses"] = model._layer_losses()
     model.__dict__["_traced_call"] = {"y": y, "y_pred": y_pred, "sample_weight": sample_weight}
     tracing.append(f"compute_loss of {model.context}")

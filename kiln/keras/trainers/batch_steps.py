@@ -70,6 +70,7 @@ class BatchRunner:
         self.kind = kind
         self.owner = owner or kind
         self.trackers = LossTrackers(model._compile_loss)
+        self.plan = None  # the last batch's
         self.metrics = model._compile_metrics
 
     def reset(self):
@@ -91,6 +92,7 @@ class BatchRunner:
         loss_call = self.model._loss_call(ys, sample_weights, training)
         plan = self.model._plan(training, size, evaluate=not training, inputs=xs,
                                 loss_call=loss_call)
+        self.plan = plan  # (a compute_metrics override's logs are the last batch's)
         if training:  # set during a data-parallel fit (keras/distribution/)
             plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
@@ -121,7 +123,7 @@ class BatchRunner:
         for metric in own:
             result = metric.result()
             logs.update(result if isinstance(result, dict) else {metric.name: result})
-        return logs
+        return self.model._computed_logs(self.plan, logs)
 
     def names(self):
         compiled, own = self.model._logged_metrics()
