@@ -188,4 +188,5 @@ def _fuse_heads(graph, rules, heads):
             break
     nodes = [replaced.get(id(node), node) for node in graph.nodes if id(node) not in dropped]
     return Graph(graph.inputs, outputs, nodes, fused_heads=fused,
-                 output_masks=graph.output_masks, added_losses=graph.added_losses)
+                 output_masks=graph.output_masks, added_losses=graph.added_losses,
+                 loss_inputs=graph.loss_inputs, observed=graph.observed)

@@ -19,21 +19,28 @@ class Graph:
 
     `added_losses`: tensors the plan sums into the loss (Keras's add_loss), computed from the
     inputs like the outputs; rewrites treat them as outputs (kiln/plan/added_losses.py).
+
+    `loss_inputs`: tensors without a node that only added losses read: the labels and sample
+    weights a `compute_loss` override reads (the plan gives each a buffer the trainer fills
+    per batch, kiln/plan/loss_inputs.py). `observed`: tensors the trainer reads after the
+    step (what a compute_loss override updates a metric with); rewrites keep them too.
     """
 
     def __init__(self, inputs, outputs, nodes=None, fused_heads=None, output_masks=None,
-                 added_losses=()):
+                 added_losses=(), loss_inputs=(), observed=()):
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.added_losses = list(added_losses)
+        self.loss_inputs = list(loss_inputs)
+        self.observed = list(observed)
         # the Keras mask of each output (None where it has none): a loss weights the steps
         # of a sequence output by it, so its nodes are planned too
         self.output_masks = (list(output_masks) if output_masks is not None
                              else [getattr(t, "_keras_mask", None) for t in self.outputs])
         if nodes is None:
             roots = (self.outputs + [m for m in self.output_masks if m is not None]
-                     + self.added_losses)
-            nodes = topological_nodes(self.inputs, roots)
+                     + self.added_losses + self.observed)
+            nodes = topological_nodes(self.inputs, roots, self.loss_inputs)
         self.nodes = nodes
         self.consumers = consumers(self.nodes)
         self.fused_heads = None if fused_heads is None else dict(fused_heads)
@@ -50,25 +57,29 @@ class Graph:
     def with_nodes(self, nodes):
         """The same inputs and outputs computed by rewritten `nodes` (fusion)."""
         return Graph(self.inputs, self.outputs, nodes, self.fused_heads, self.output_masks,
-                     self.added_losses)
+                     self.added_losses, self.loss_inputs, self.observed)
 
-    def with_added_losses(self, losses):
-        """This graph (before any rewrite) with the nodes computing `losses` too."""
+    def with_added_losses(self, losses, loss_inputs=(), observed=()):
+        """This graph (before any rewrite) with the nodes computing `losses` and `observed`
+        too (from the inputs and `loss_inputs`)."""
         return Graph(self.inputs, self.outputs, output_masks=self.output_masks,
-                     added_losses=losses)
+                     added_losses=losses, loss_inputs=loss_inputs, observed=observed)
 
     @property
     def ends(self):
-        """The tensors someone outside the graph's nodes reads: outputs and added losses."""
-        return self.outputs + self.added_losses
+        """The tensors someone outside the graph's nodes reads: outputs, added losses and
+        observed tensors."""
+        return self.outputs + self.added_losses + self.observed
 
     @property
     def ops(self):
         return [node.op for node in self.nodes]
 
 
-def topological_nodes(inputs, outputs):
-    input_ids = {id(t) for t in inputs}
+def topological_nodes(inputs, outputs, sources=()):
+    """The nodes computing `outputs` from `inputs` (each must be used) and `sources` (tensors
+    that may go unused), in topological order."""
+    input_ids = {id(t) for t in inputs} | {id(t) for t in sources}
     order, done, visiting = [], set(), set()
     for output in outputs:
         if id(output) in input_ids or id(output.node) in done:

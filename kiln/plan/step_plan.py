@@ -34,6 +34,7 @@ from . import sub_batches
 from .added_losses import plan_added_losses
 from .builder import PlanBuilder
 from .interrupts import interrupts_deferred
+from .loss_inputs import plan_loss_inputs, plan_observed
 from .loss_plan import OutputLoss, plan_heads, resolve
 from .plan_inputs import (  # noqa: F401 (plain_desc re-exported)
     cast_input,
@@ -155,6 +156,8 @@ class StepPlan:
             values[id(tensor)] = Tensor(memory, tensor.data_format, tensor.flattened)
             requires_grad[id(tensor)] = False
         self.input_memory, self.inputs = self.input_memories[0], self.input_arrays[0]
+        # the labels and sample weights a compute_loss override reads (loss_inputs.py)
+        self.loss_inputs = plan_loss_inputs(graph, batch_size, values, requires_grad)
 
         backwards = []  # (output tensor, input tensors, backward, arity) in forward order
         planned = set()
@@ -195,6 +198,7 @@ class StepPlan:
 
         if self.training or self.evaluating:
             self._plan_losses(builder, owners, values, requires_grad)
+            self.observed = plan_observed(builder, graph, values)  # for metrics, after steps
         if self.evaluating:
             plan_user_penalties(builder, parameters, owners)
         if self.training:

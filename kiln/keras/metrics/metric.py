@@ -10,11 +10,54 @@ A user's Metric subclass keeps its state in variables it makes with Keras 3's
 `add_variable(shape, initializer, dtype, aggregation, name)` (or `add_weight`) and updates
 them with keras.ops in `update_state`: in fit / evaluate that runs after each step on the
 whole batch's outputs and labels (keras.ops are vectorised numpy there, one call per batch).
+
+A metric updated with symbolic tensors while a `compute_loss` override is traced (Keras 3's
+`self.kl_tracker.update_state(kl)`) records the call instead (`recording_updates`): the plan
+computes those tensors in the step and the trainer runs the update on their values after it
+(kiln/keras/models/model_metrics.py).
 """
+
+import contextlib
+import functools
 
 import numpy as np
 
+from ...graph.symbolic import SymbolicTensor, tracing
 from ..variables import Variable
+
+_recorders = []  # the lists recording symbolic update_state calls, innermost last
+
+
+@contextlib.contextmanager
+def recording_updates():
+    """Record the update_state calls made on symbolic tensors inside the block: yields the
+    list of (metric, args, kwargs) they append to."""
+    updates = []
+    _recorders.append(updates)
+    try:
+        yield updates
+    finally:
+        _recorders.pop()
+
+
+def _recorded_when_symbolic(update_state):
+    """`update_state` that records a call on symbolic tensors (see recording_updates)."""
+
+    @functools.wraps(update_state)
+    def update(self, *args, **kwargs):
+        if not any(isinstance(value, SymbolicTensor) or getattr(type(value), "traced_value",
+                                                                 False)
+                   for value in (*args, *kwargs.values())):
+            return update_state(self, *args, **kwargs)
+        if not _recorders:
+            where = tracing[-1] if tracing else "a model being built"
+            raise TypeError(f"{where}: metric '{self.name}': update_state got a symbolic "
+                            "tensor; kiln updates a metric from tensors of the step only "
+                            "inside a compute_loss override (or compile(metrics=...))")
+        _recorders[-1].append((self, args, kwargs))
+        return None
+
+    return update
 
 
 def _to_snake(name):
@@ -28,6 +71,11 @@ def _to_snake(name):
 
 class Metric:
     """Args: name, dtype. Subclasses set `self.state` (float64 array) in __init__."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "update_state" in cls.__dict__:
+            cls.update_state = _recorded_when_symbolic(cls.__dict__["update_state"])
 
     def __init__(self, name=None, dtype=None):
         self.name = name or _to_snake(type(self).__name__)

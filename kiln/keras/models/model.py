@@ -31,11 +31,12 @@ from ..layers.input_layer import Input, InputLayer
 from ..layers.layer_losses import CollectLosses, refuse_loss_values
 from ..trainers import Trainer
 from .functional import map_layers, replay
-from .model_losses import ModelLosses
+from .model_losses import COMPILE_CALL, ModelLosses
+from .model_metrics import ModelMetrics
 from .variable_shapes import VariableShapes, has_variable_axes
 
 
-class Model(ModelLosses, Trainer, Layer):
+class Model(ModelLosses, ModelMetrics, Trainer, Layer):
     """Args (functional): inputs, outputs (a tensor, list or dict of tensors), name.
 
     As in Keras 3, `Model(inputs, outputs)` makes a `Functional` (a Model subclass)."""
@@ -281,29 +282,33 @@ class Model(ModelLosses, Trainer, Layer):
     def _plans(self, plans):
         self._plans.replace(plans)
 
-    def _plan(self, training, batch_size, evaluate=False, inputs=None):
+    def _plan(self, training, batch_size, evaluate=False, inputs=None, loss_call=None):
         """The plan for one batch size: training, evaluation (losses and metrics after an
         inference forward) or inference. Callers that run it hold `self._plans.lock`.
         `inputs`: the batch's input arrays, whose shapes pick the plan of a model with None
-        axes in its inputs (None: the probe shapes); other models ignore them."""
+        axes in its inputs (None: the probe shapes); other models ignore them. `loss_call`:
+        how a compute_loss override is called for this batch (model_losses.LossCall)."""
         # one thread at a time syncs the weights, looks up and builds (a build may repack
         # the weight arenas that other plans of this model read)
         with self._plans.lock:
             if getattr(self, "_variable_shapes", None) is not None:
-                return self._variable_shapes.plan(training, batch_size, evaluate, inputs)
-            return self._cached_plan(training, batch_size, evaluate)
+                return self._variable_shapes.plan(training, batch_size, evaluate, inputs,
+                                                  loss_call)
+            return self._cached_plan(training, batch_size, evaluate, loss_call)
 
-    def _cached_plan(self, training, batch_size, evaluate):
+    def _cached_plan(self, training, batch_size, evaluate, loss_call=None):
         self._require_graph()
         self._sync()
         key = ("evaluate" if evaluate else training, batch_size)
+        if loss_call is not None and (training is True or evaluate):
+            key += (loss_call,)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._new_plan(self.graph, training, batch_size, evaluate)
+            plan = self._new_plan(self.graph, training, batch_size, evaluate, loss_call)
             self._plans[key] = plan
         return plan
 
-    def _new_plan(self, layer_graph, training, batch_size, evaluate):
+    def _new_plan(self, layer_graph, training, batch_size, evaluate, loss_call=None):
         """A StepPlan of `layer_graph` (the model's, or a concrete one of a model with None
         axes) for one batch size."""
         data_type = dnnl.bf16 if self.compute_dtype == "bfloat16" else dnnl.f32
@@ -312,14 +317,18 @@ class Model(ModelLosses, Trainer, Layer):
                                        batch_size, self.store, data_type=data_type)
         kind = "training" if training else "inference"  # evaluation: inference forward
         if training or evaluate:
-            losses = self._compile_loss.output_losses() if self._uses_compiled_loss() else []
-            layer_graph = self._graph_with_losses(layer_graph)  # add_loss, compute_loss
+            call = loss_call or COMPILE_CALL._replace(training=bool(training))
+            losses = self._compile_loss.output_losses(self._uses_compiled_loss(call),
+                                                      self._compile_metrics.outputs)
+            layer_graph = self._graph_with_losses(layer_graph, call)  # add_loss, compute_loss
             graph = fuse(layer_graph, self._plan_rules, kind,
                          heads={loss.output: loss.head for loss in losses})
             plan = StepPlan(graph, batch_size, self.store,
                             optimizer=self.optimizer.make_updater() if training else None,
                             data_type=data_type, losses=losses,
                             metrics=self._compile_metrics.planners())
+            plan.metric_updates.extend(  # what a compute_loss override updates metrics with
+                self._traced_metric_updates(plan, self._step_trace(call)))
         else:
             graph = fuse(layer_graph, self._plan_rules, kind)
             plan = StepPlan(graph, batch_size, self.store, data_type=data_type)

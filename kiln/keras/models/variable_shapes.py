@@ -58,7 +58,7 @@ class VariableShapes:
             self._check_weights(mapping)
         self._show_variable_axes()
 
-    def plan(self, training, batch_size, evaluate, inputs):
+    def plan(self, training, batch_size, evaluate, inputs, loss_call=None):
         """The model's plan for one batch size and the shapes of `inputs` (the batch's input
         arrays; None: the probe shapes), from its PlanCache or built and stored there: a
         shape not met before (or dropped from the cache) costs a trace and a plan build."""
@@ -69,7 +69,8 @@ class VariableShapes:
         key = ("evaluate" if evaluate else training, batch_size, shapes or self.probe_shapes)
         plan = model._plans.get(key)
         if plan is None:
-            plan = model._new_plan(self.graph(shapes), training, batch_size, evaluate)
+            plan = model._new_plan(self.graph(shapes), training, batch_size, evaluate,
+                                   loss_call)
             model._plans[key] = plan
         return plan
 

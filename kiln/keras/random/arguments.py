@@ -10,6 +10,7 @@ are batch-first.
 import numpy as np
 
 from ...graph.symbolic import SymbolicTensor, apply, tracing
+from ...ops.random_distributions import DistributionDrawOp
 from ...ops.random_draw import RandomDrawOp
 from ...ops.tensor import CHANNELS_LAST
 from ..layers.layer_tracing import call_inputs
@@ -87,14 +88,20 @@ def batch_reference(shape, function):
     return reference
 
 
-def planned_draw(function, shape, kind, a, b, seed, reference=None):
-    """The SymbolicTensor of a draw inside a model: a RandomDrawOp reading `reference` (by
-    default the layer's first input) for its batch size."""
+def planned_draw(function, shape, kind, a, b, seed, reference=None, op_class=RandomDrawOp):
+    """The SymbolicTensor of a draw inside a model: a RandomDrawOp (or `op_class`) reading
+    `reference` (by default the layer's first input) for its batch size."""
     shape = checked_shape(shape, function, batch_axis=True)
     if reference is None:
         reference = batch_reference(shape, function)
     state, advance = planned_state(seed, function)
-    op = RandomDrawOp(op_name(function), shape, kind, a, b, state, advance)
+    op = op_class(op_name(function), shape, kind, a, b, state, advance)
     drawn = apply(op, reference, flattened=False)
     drawn.data_format = CHANNELS_LAST  # the op's logical dims are Keras's, channels last
     return drawn
+
+
+def planned_distribution(function, shape, a, b, seed):
+    """A randint / gamma / beta / binomial draw inside a model (DistributionDrawOp), its
+    parameters Python numbers."""
+    return planned_draw(function, shape, function, a, b, seed, op_class=DistributionDrawOp)

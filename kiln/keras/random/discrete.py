@@ -4,7 +4,8 @@ Each follows jax.random's algorithm on the threefry stream, so for the same seed
 are Keras-on-JAX's: randint combines two 32-bit draws of the key's two halves (jax.random.split),
 shuffle sorts by 32-bit random keys (every vector along the axis on its own, as Keras's
 `permutation(..., independent=True)` does), categorical takes the argmax of logits plus Gumbel
-noise. Inside a model they are refused (no engine op yet).
+noise. Inside a layer's call() randint is a DistributionDrawOp (the same values, as float32);
+categorical and shuffle are refused there (no engine op yet).
 """
 
 import math
@@ -15,16 +16,20 @@ from ...graph.symbolic import SymbolicTensor
 from ...ops.random_draw import draw_array
 from ...ops.threefry_kernels import random_bits, split_key
 from ..ops.core import keras_array
-from .arguments import INT_DTYPES, checked_shape, dtype_name, in_model
+from .arguments import INT_DTYPES, checked_shape, dtype_name, in_model, planned_distribution
 from .seed_generator import check_seed, draw_key, is_int
 
 
 def refuse_in_model(function, *values):
-    if in_model(function) or any(isinstance(v, SymbolicTensor) for v in values):
+    """Refuse `function` inside a model, or (`values` given) its arguments as tensors."""
+    if (not values and in_model(function)) or any(isinstance(v, SymbolicTensor)
+                                                  for v in values):
         raise NotImplementedError(
-            f"keras.random.{function} works eagerly on arrays but not yet inside a model "
-            "(kiln has no engine op for it); draw outside the model, or use "
-            "keras.random.normal / uniform / dropout, which run inside one")
+            f"keras.random.{function} works eagerly on arrays but not yet inside a model"
+            f"{' with tensor arguments' if values else ''} (kiln has no engine op for it); "
+            "draw outside the model, or use keras.random.normal / uniform / "
+            "dropout / randint / gamma / beta / binomial with number arguments, which run "
+            "inside one")
 
 
 def _split(key):
@@ -40,8 +45,9 @@ def _bits(key, shape):
 
 
 def randint(shape, minval, maxval, dtype="int32", seed=None):
-    """Integers uniform on [minval, maxval), as `keras.random.randint`."""
-    refuse_in_model("randint", minval, maxval)
+    """Integers uniform on [minval, maxval), as `keras.random.randint` (inside a layer's
+    call(): drawn at every step, held as float32 like every tensor of the plan)."""
+    refuse_in_model("randint", minval, maxval)  # (tensor bounds)
     name = dtype_name(dtype)
     if name not in INT_DTYPES:
         raise ValueError(f"keras.random.randint: argument dtype must be an integer dtype, got "
@@ -58,8 +64,10 @@ def randint(shape, minval, maxval, dtype="int32", seed=None):
         raise ValueError(f"keras.random.randint: arguments minval and maxval must lie in "
                          f"{name}'s range [{info.min}, {info.max}] less than 2**32 apart, got "
                          f"minval={minval}, maxval={maxval}")
-    shape = checked_shape(shape, "randint")
     check_seed(seed, "randint")
+    if in_model("randint"):
+        return planned_distribution("randint", shape, int(minval), int(maxval), seed)
+    shape = checked_shape(shape, "randint")
     higher_key, lower_key = _split(draw_key(seed, "randint"))
     higher, lower = _bits(higher_key, shape), _bits(lower_key, shape)
     # jax.random.randint in uint32 arithmetic (products wrap at 2**32, as XLA's do):
@@ -75,6 +83,7 @@ def randint(shape, minval, maxval, dtype="int32", seed=None):
 
 def shuffle(x, axis=0, seed=None):
     """`x` with every vector along `axis` in a random order (Keras-on-JAX's shuffle)."""
+    refuse_in_model("shuffle")
     refuse_in_model("shuffle", x)
     array = keras_array(x)
     if array.ndim == 0:
@@ -96,6 +105,7 @@ def shuffle(x, axis=0, seed=None):
 def categorical(logits, num_samples, dtype="int32", seed=None):
     """For each row of `logits` (batch, classes), `num_samples` class indices drawn with the
     probabilities softmax(row), as `keras.random.categorical`."""
+    refuse_in_model("categorical")
     refuse_in_model("categorical", logits)
     array = keras_array(logits).astype(np.float32)
     if array.ndim != 2:

@@ -14,6 +14,8 @@ import numpy as np
 from ...ops.losses import LOSS
 from ...ops.losses.label_checks import check_class_ids
 from ...plan.interrupts import interrupts_deferred
+from .compile_utils import output_names
+from .loss_inputs import fill_loss_inputs
 
 # float64 values below this round to a finite float32 (the largest, plus half its last unit)
 FLOAT32_ROUNDS_TO_FINITE = 2.0**128 - 2.0**103
@@ -43,8 +45,8 @@ class LossTrackers:
 
     def update(self, plan, size):
         self.state[0, 0] += as_float32(plan.stats[0]) * size
-        if len(self.names) > 1:
-            for row, view in enumerate(plan.heads, start=1):
+        if len(self.names) > 1:  # (the heads of outputs only metrics read come last)
+            for row, view in enumerate(plan.heads[:len(self.names) - 1], start=1):
                 self.state[row, 0] += as_float32(view.stats[LOSS]) * size
         self.state[:, 1] += size
 
@@ -68,11 +70,14 @@ class BatchRunner:
         self.kind = kind
         self.owner = owner or kind
         self.trackers = LossTrackers(model._compile_loss)
+        self.plan = None  # the last batch's
         self.metrics = model._compile_metrics
 
     def reset(self):
         self.trackers.reset()
         self.metrics.reset_state()
+        for metric in self.model._logged_metrics()[1]:  # the model's own (model_metrics.py)
+            metric.reset_state()
 
     def run(self, xs, ys, sample_weights, step, epoch=None):
         """One step on this batch (`step` None: the only one); returns the batch size."""
@@ -84,13 +89,17 @@ class BatchRunner:
     def _run(self, xs, ys, sample_weights, step, epoch):
         training = self.kind == "fit"
         size = len(xs[0])
-        plan = self.model._plan(training, size, evaluate=not training, inputs=xs)
+        loss_call = self.model._loss_call(ys, sample_weights, training)
+        plan = self.model._plan(training, size, evaluate=not training, inputs=xs,
+                                loss_call=loss_call)
+        self.plan = plan  # (a compute_metrics override's logs are the last batch's)
         if training:  # set during a data-parallel fit (keras/distribution/)
             plan.gradient_reducer = getattr(self.model, "_gradient_reducer", None)
         where = (f"{self.owner}, epoch {epoch + 1}, batch {step}" if epoch is not None
                  else f"{self.owner}, batch {step}" if step is not None else self.owner)
         self._fill_labels(plan, ys, where)
         self._fill_weights(plan, sample_weights, where)
+        fill_loss_inputs(plan, ys, sample_weights, where)
         plan.use_input(xs)
         # Ctrl-C waits until the metrics and loss means have taken the batch in too
         with interrupts_deferred():
@@ -109,10 +118,18 @@ class BatchRunner:
         return size
 
     def logs(self):
-        return {**self.trackers.results(), **self.metrics.results()}
+        compiled, own = self.model._logged_metrics()
+        logs = {**self.trackers.results(), **self.metrics.results()} if compiled else {}
+        for metric in own:
+            result = metric.result()
+            logs.update(result if isinstance(result, dict) else {metric.name: result})
+        return self.model._computed_logs(self.plan, logs)
 
     def names(self):
-        return self.trackers.names + [name for name, _, _, _ in self.metrics.entries]
+        compiled, own = self.model._logged_metrics()
+        names = (self.trackers.names + [name for name, _, _, _ in self.metrics.entries]
+                 if compiled else [])
+        return names + [metric.name for metric in own if metric.name not in names]
 
     # -- labels and weights ---------------------------------------------------------------------
     def _fill_labels(self, plan, ys, where):
@@ -127,8 +144,7 @@ class BatchRunner:
         for view in plan.heads:
             index = view.loss.output
             argument = "y" if len(outputs) == 1 else f"y[{index}]"
-            output = self.model._compile_loss.entries
-            name = next(entry[3] for entry in output if entry[0] == index)
+            name = output_names(self.model)[index]
             view.labels[...] = self._labels(ys[index], view, argument, where, name,
                                             outputs[index].shape[1:])
 

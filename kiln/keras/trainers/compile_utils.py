@@ -14,6 +14,7 @@ weights, as in Keras 3.
 
 import numpy as np
 
+from ...ops.losses.no_loss import MetricsOnlyHead
 from ...plan.loss_plan import OutputLoss
 from .. import losses as losses_module
 from .. import metrics as metrics_module
@@ -63,9 +64,11 @@ class CompileLoss:
                              f"a list or dict (several outputs), got {loss_weights!r}")
         self.user_loss, self.user_loss_weights = loss, loss_weights
         self.entries = None  # [(output index, Loss, weight, name)] once built
+        self.watched = {}  # output index -> MetricsOnlyHead: metrics on an output without loss
 
     def build(self, model):
         names = output_names(model)
+        self.watched = {}
         losses = per_output(self.user_loss, names, "loss")
         weights = ([None] * len(names) if self.user_loss_weights is None else
                    per_output(self.user_loss_weights, names, "loss_weights"))
@@ -102,16 +105,32 @@ class CompileLoss:
             if self.several else []
         return self
 
-    def output_losses(self):
-        """OutputLoss per output with a loss (fresh heads: one set per plan)."""
-        return [OutputLoss(loss.engine_head(), weight, index)
-                for index, loss, weight, _ in self.entries]
+    def output_losses(self, compiled=True, metric_outputs=()):
+        """OutputLoss per output with a loss (fresh heads: one set per plan), then a
+        loss-less one per output only metrics read. `compiled` False (a compute_loss
+        override that leaves the compiled loss out): the outputs with a loss that metrics
+        read (`metric_outputs`) get loss-less heads instead, for their labels."""
+        losses = []
+        for index, loss, weight, _ in self.entries:
+            head = loss.engine_head()
+            if compiled:
+                losses.append(OutputLoss(head, weight, index))
+            elif index in metric_outputs:
+                losses.append(OutputLoss(MetricsOnlyHead(head.name, head.sparse), 0.0, index))
+        return losses + [OutputLoss(MetricsOnlyHead(head.name, head.sparse), 0.0, index)
+                         for index, head in self.watched.items()]
 
     def head_for(self, output):
         for index, loss, _, _ in self.entries:
             if index == output:
                 return loss.engine_head()
-        return None
+        return self.watched.get(output)
+
+    def watch(self, output, name, sparse):
+        """The loss-less head of an output that only metrics read (made once)."""
+        if output not in self.watched:
+            self.watched[output] = MetricsOnlyHead(name, sparse)
+        return self.watched[output]
 
 
 class CompileMetrics:
@@ -128,6 +147,11 @@ class CompileMetrics:
     @property
     def metrics(self):
         return [metric for _, metric, _, _ in self.entries]
+
+    @property
+    def outputs(self):
+        """The outputs the metrics read."""
+        return {output for _, _, output, _ in self.entries}
 
     def build(self, model, compile_loss):
         names = output_names(model)
@@ -161,9 +185,11 @@ class CompileMetrics:
     @staticmethod
     def _resolve(identifier, model, compile_loss, output):
         head = compile_loss.head_for(output)
-        if head is None:
-            raise ValueError(f"compile: metrics on output {output_names(model)[output]!r} need "
-                             "a loss on that output (its labels reach the step through it)")
+        if head is None:  # an output without a loss: its labels reach the metrics alone
+            sparse = getattr(metrics_module.get(identifier), "sparse_labels", False) \
+                if not isinstance(identifier, str) or identifier.lower() not in (
+                    "accuracy", "acc") else False
+            head = compile_loss.watch(output, output_names(model)[output], sparse)
         if isinstance(identifier, str) and identifier.lower() in ("accuracy", "acc"):
             width = model.outputs[output].shape[-1]
             if width == 1:
