@@ -4,20 +4,23 @@ Each follows jax.random's algorithm on the threefry stream, so for the same seed
 are Keras-on-JAX's: randint combines two 32-bit draws of the key's two halves (jax.random.split),
 shuffle sorts by 32-bit random keys (every vector along the axis on its own, as Keras's
 `permutation(..., independent=True)` does), categorical takes the argmax of logits plus Gumbel
-noise. Inside a layer's call() randint is a DistributionDrawOp (the same values, as float32);
-categorical and shuffle are refused there (no engine op yet).
+noise. Inside a layer's call() randint is a DistributionDrawOp (the same values, as float32),
+shuffle of a tensor a ShuffleOp and categorical of tensor logits a CategoricalOp (the same
+algorithm in a kernel: the eager values of the same key, new ones at every step).
 """
 
 import math
 
 import numpy as np
 
-from ...graph.symbolic import SymbolicTensor
+from ...graph.symbolic import SymbolicTensor, apply
+from ...ops.random_categorical import CategoricalOp
 from ...ops.random_draw import draw_array
+from ...ops.random_shuffle import ShuffleOp
 from ...ops.threefry_kernels import random_bits, split_key
-from ..ops.core import keras_array
+from ..ops.core import keras_array, keras_axes_to_logical, op_name
 from .arguments import INT_DTYPES, checked_shape, dtype_name, in_model, planned_distribution
-from .seed_generator import check_seed, draw_key, is_int
+from .seed_generator import check_seed, draw_key, is_int, planned_state
 
 
 def refuse_in_model(function, *values):
@@ -28,8 +31,8 @@ def refuse_in_model(function, *values):
             f"keras.random.{function} works eagerly on arrays but not yet inside a model"
             f"{' with tensor arguments' if values else ''} (kiln has no engine op for it); "
             "draw outside the model, or use keras.random.normal / uniform / "
-            "dropout / randint / gamma / beta / binomial with number arguments, which run "
-            "inside one")
+            "dropout / randint / gamma / beta / binomial with number arguments, or shuffle / "
+            "categorical of a tensor of the layer, which run inside one")
 
 
 def _split(key):
@@ -82,17 +85,24 @@ def randint(shape, minval, maxval, dtype="int32", seed=None):
 
 
 def shuffle(x, axis=0, seed=None):
-    """`x` with every vector along `axis` in a random order (Keras-on-JAX's shuffle)."""
-    refuse_in_model("shuffle")
-    refuse_in_model("shuffle", x)
-    array = keras_array(x)
-    if array.ndim == 0:
+    """`x` with every vector along `axis` in a random order (Keras-on-JAX's shuffle; inside a
+    layer's call(), of a tensor, a ShuffleOp: a new order at every step)."""
+    symbolic = isinstance(x, SymbolicTensor)
+    if not symbolic:
+        refuse_in_model("shuffle")  # (a constant array inside a model)
+    array = x if symbolic else keras_array(x)
+    rank = len(array.shape)
+    if rank == 0:
         raise ValueError("keras.random.shuffle: argument x must have at least one axis, got "
                          "a scalar")
-    if not is_int(axis) or not -array.ndim <= axis < array.ndim:
+    if not is_int(axis) or not -rank <= axis < rank:
         raise ValueError(f"keras.random.shuffle: argument axis must be an int in "
-                         f"[-{array.ndim}, {array.ndim - 1}], got {axis!r}")
+                         f"[-{rank}, {rank - 1}], got {axis!r}")
     check_seed(seed, "shuffle")
+    if symbolic:
+        keras_axes_to_logical(x)  # refuses tensors flattened from 4D
+        state, advance = planned_state(seed, "shuffle")
+        return apply(ShuffleOp(op_name("shuffle"), axis % rank, state, advance), x)
     key = draw_key(seed, "shuffle")
     rounds = math.ceil(3 * math.log(max(1, array.size)) / math.log(2**32 - 1))
     for _ in range(rounds):
@@ -105,12 +115,13 @@ def shuffle(x, axis=0, seed=None):
 def categorical(logits, num_samples, dtype="int32", seed=None):
     """For each row of `logits` (batch, classes), `num_samples` class indices drawn with the
     probabilities softmax(row), as `keras.random.categorical`."""
-    refuse_in_model("categorical")
-    refuse_in_model("categorical", logits)
-    array = keras_array(logits).astype(np.float32)
-    if array.ndim != 2:
+    symbolic = isinstance(logits, SymbolicTensor)
+    if not symbolic:
+        refuse_in_model("categorical")  # (constant logits inside a model)
+    array = logits if symbolic else keras_array(logits).astype(np.float32)
+    if len(array.shape) != 2:
         raise ValueError(f"keras.random.categorical: argument logits must be a 2D array "
-                         f"(batch_size, num_classes), got shape {array.shape}")
+                         f"(batch_size, num_classes), got shape {tuple(array.shape)}")
     if not is_int(num_samples) or num_samples < 0:
         raise ValueError(f"keras.random.categorical: argument num_samples must be an int >= 0, "
                          f"got {num_samples!r}")
@@ -119,6 +130,13 @@ def categorical(logits, num_samples, dtype="int32", seed=None):
         raise ValueError(f"keras.random.categorical: argument dtype must be an integer dtype, "
                          f"got {dtype!r}")
     check_seed(seed, "categorical")
+    if symbolic:  # held as float32 like every tensor of the plan
+        if num_samples < 1:
+            raise ValueError(f"keras.random.categorical: inside a model argument num_samples "
+                             f"must be >= 1, got {num_samples!r}")
+        state, advance = planned_state(seed, "categorical")
+        return apply(CategoricalOp(op_name("categorical"), num_samples, state, advance),
+                     logits, flattened=False)
     batch, classes = array.shape
     tiny = float(np.finfo(np.float32).tiny)
     # jax.random.categorical: argmax over the classes of logits + Gumbel noise

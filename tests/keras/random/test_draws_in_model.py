@@ -172,12 +172,19 @@ def test_draws_inside_a_model_need_a_batch_axis():
 
 
 def test_eager_only_draws_are_refused_inside_a_model():
-    class Shuffled(keras.layers.Layer):
+    class Shuffled(keras.layers.Layer):  # a constant array: no batch, a constant of the plan
         def call(self, x):
-            return keras.random.shuffle(x, axis=1)
+            return x + keras.random.shuffle(np.arange(3.0, dtype=np.float32))
 
     with pytest.raises(NotImplementedError, match="keras.random.shuffle .*inside a model"):
         Shuffled()(keras.Input((3,)))
+
+    class Gamma(keras.layers.Layer):  # a tensor parameter
+        def call(self, x):
+            return x + keras.random.gamma((keras.ops.shape(x)[0], 3), alpha=x)
+
+    with pytest.raises(NotImplementedError, match="keras.random.gamma .*tensor arguments"):
+        Gamma()(keras.Input((3,)))
 
 
 def test_build_draws_eagerly():
