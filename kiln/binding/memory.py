@@ -78,7 +78,7 @@ class MemoryDesc:
         return MemoryDesc(out)
 
     def __del__(self):
-        if self.handle:
+        if self.handle and lib is not None:  # None at interpreter exit
             lib.dnnl_memory_desc_destroy(self.handle)
             self.handle = None
 
@@ -149,7 +149,7 @@ class Memory:
         self.handle = out
 
     def __del__(self):
-        if self.handle:
+        if self.handle and lib is not None:  # None at interpreter exit
             lib.dnnl_memory_destroy(self.handle)
             self.handle = None
 

@@ -66,7 +66,7 @@ class Attributes:
             lib.dnnl_post_ops_destroy(chain)
 
     def __del__(self):
-        if self.handle:
+        if self.handle and lib is not None:  # None at interpreter exit
             lib.dnnl_primitive_attr_destroy(self.handle)
             self.handle = None
 
@@ -88,7 +88,7 @@ class PrimitiveDesc:
         self.shapes = shapes
 
     def __del__(self):
-        if self.handle:
+        if self.handle and lib is not None:  # None at interpreter exit
             lib.dnnl_primitive_desc_destroy(self.handle)
             self.handle = None
 
@@ -182,7 +182,7 @@ class Primitive:
         self.scratchpad_desc = pd.md(dnnl.query_scratchpad_md)
 
     def __del__(self):
-        if self.handle:
+        if self.handle and lib is not None:  # None at interpreter exit
             lib.dnnl_primitive_destroy(self.handle)
             self.handle = None
 
