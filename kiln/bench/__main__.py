@@ -88,7 +88,7 @@ def command_profile(args):
     if args.mode == "train" and args.fit_rounds:
         from .peers import kiln_runner
         cost = kiln_runner.fit_cost(args.model, args.format, args.precision, args.fit_steps,
-                                    args.fit_rounds)
+                                    args.fit_rounds, args.fit_clock)
         print(f"fit() on arrays, epochs of {args.fit_steps} and {3 * args.fit_steps} steps "
               f"alternated with plan steps, medians of {args.fit_rounds}: "
               f"{harness.fit_cost_text(cost)}")
@@ -153,6 +153,9 @@ def main(argv=None):
                          help="train mode: fit() epochs of this many and 3x as many steps")
     profile.add_argument("--fit-rounds", type=int, default=5,
                          help="train mode: rounds of the fit() overhead measure (0: skip it)")
+    profile.add_argument("--fit-clock", choices=["wall", "cpu"], default="wall",
+                         help="train mode: time the fit() overhead measure by the wall clock or "
+                         "by the process's CPU time (steadier on a loaded machine)")
     augmentation = sub.add_parser(
         "augmentation", help="cifar10_cnn epoch with and without the example's augmentation")
     augmentation.add_argument("--samples", type=int, default=3200)

@@ -276,11 +276,19 @@ def fit_cost_text(detail, step_ms=None):
         return (f"a fit() step {fit:.1f} ms, {over:+.1f}% over plan steps run alternately "
                 f"with it ({plan:.1f} ms; batch feeding, callbacks)")
     slope, fixed, steps = detail["fit_slope_ms"], detail["fit_fixed_ms"], detail["fit_steps"][0]
-    return (f"a step inside fit() {slope:.2f} ms, {100 * (slope - plan) / plan:+.1f}% over plan "
+    text = (f"a step inside fit() {slope:.2f} ms, {100 * (slope - plan) / plan:+.1f}% over plan "
             f"steps run alternately with it ({plan:.2f} ms; batch feeding, labels, metrics, "
             f"callbacks), plus {fixed:.1f} ms per fit() call ({100 * fixed / (steps * plan):.1f}% "
             f"of {steps} plan steps); a whole {steps}-step fit() {fit:.2f} ms per step "
             f"({over:+.1f}%)")
+    if "fit_own_slope_ms" in detail:  # runs recorded before the no-op step measure have none
+        own = detail["fit_own_slope_ms"]
+        text += (f"; fit()'s own work with a no-op step {1e3 * own:.0f} us per step "
+                 f"({100 * own / plan:.2f}% of a plan step) and "
+                 f"{detail['fit_own_fixed_ms']:.1f} ms per call")
+    if detail.get("fit_clock", "wall") != "wall":
+        text += f" ({detail['fit_clock']} time)"
+    return text
 
 
 def layer_breakdown(calls_ms):

@@ -400,16 +400,26 @@ def test_fit_cost_text_splits_the_step_from_the_call_and_reads_old_runs():
         "batch feeding, callbacks)")
 
 
+def test_fit_cost_text_adds_fits_own_work_and_the_clock():
+    detail = {"fit_step_ms": 22.0, "fit_plan_step_ms": 20.0, "fit_slope_ms": 20.5,
+              "fit_fixed_ms": 18.0, "fit_epoch_ms": [264.0, 756.0], "fit_steps": [12, 36],
+              "fit_own_slope_ms": 0.05, "fit_own_fixed_ms": 1.5, "fit_clock": "cpu"}
+    assert harness.fit_cost_text(detail).endswith(
+        "(+10.0%); fit()'s own work with a no-op step 50 us per step (0.25% of a plan step) "
+        "and 1.5 ms per call (cpu time)")
+
+
 def test_profile_command_reports_the_fit_cost():
     result = subprocess.run(
         [sys.executable, "-m", "kiln.bench", "profile", "--model", "mnist_cnn", "--steps", "1",
-         "--warmup", "0", "--fit-steps", "1", "--fit-rounds", "1"],
+         "--warmup", "0", "--fit-steps", "1", "--fit-rounds", "1", "--fit-clock", "cpu"],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("fit() on arrays, epochs of 1 and 3 steps alternated with plan "
                            "steps, medians of 1: a step inside fit() ")
     assert "ms per fit() call" in last
+    assert "fit()'s own work with a no-op step" in last and last.endswith("(cpu time)")
 
 
 def test_kiln_profile_reports_the_planned_bytes():

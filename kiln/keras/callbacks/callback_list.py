@@ -39,6 +39,20 @@ class CallbackList(Callback):
     def append(self, callback):
         self.callbacks.append(callback)
 
+    def overrides(self, hook_name):
+        """Whether any callback does something in `hook_name`: not when every one has the
+        base class's no-op (nor overrides the old alias it forwards to, on_batch_begin /
+        on_batch_end). fit() skips a batch hook, and reading its logs back, when none does."""
+        names = (hook_name, *_ALIASES.get(hook_name, ()))
+        for callback in self.callbacks:
+            for name in names:
+                # a bound method of Callback's own function does nothing; anything else
+                # (a subclass's method, LambdaCallback's instance attribute) may
+                method = getattr(callback, name, None)
+                if getattr(method, "__func__", None) is not getattr(Callback, name):
+                    return True
+        return False
+
     def set_params(self, params):
         super().set_params(params)
         for callback in self.callbacks:
@@ -52,6 +66,11 @@ class CallbackList(Callback):
             model.history = self._history
         for callback in self.callbacks:
             callback.set_model(model)
+
+
+# the base class's batch hooks call these old names (Keras 2's) with the same arguments
+_ALIASES = {"on_train_batch_begin": ("on_batch_begin",),
+            "on_train_batch_end": ("on_batch_end",)}
 
 
 def _forward(hook_name):

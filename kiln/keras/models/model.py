@@ -34,6 +34,7 @@ from .functional import map_layers, replay
 from .model_losses import COMPILE_CALL, ModelLosses
 from .model_metrics import ModelMetrics
 from .variable_shapes import VariableShapes, has_variable_axes
+from .weight_sync import sync_weights
 
 
 class Model(ModelLosses, ModelMetrics, Trainer, Layer):
@@ -242,33 +243,9 @@ class Model(ModelLosses, ModelMetrics, Trainer, Layer):
 
     def _sync(self):
         """Before planning or running: hold every weight in this model's store, and tell
-        each layer whether it is frozen. Returns the trainable flags (part of a plan's key)."""
-        weights = self.weights
-        if self.store.stale or any(w.store is not self.store for w in weights):
-            for weight in weights:
-                weight.move_to(self.store)  # a copy of the value once this store has it
-        if self.store.stale:  # parameters came or went: new plans, flags set again
-            self.store.stale = False
-            self._plans = {}
-            self._trainable_flags = None  # adopted parameters carry another store's flags
-        flags = {}
-
-        def walk(layer, enclosing_trainable):
-            active = enclosing_trainable and layer.trainable
-            layer.set_frozen(not active)
-            for weight in layer._weights:
-                flags[weight.path] = active and weight.trainable
-            for sub in (layer.layers if isinstance(layer, Model) else layer._tracked):
-                walk(sub, active)
-
-        walk(self, True)
-        signature = tuple(sorted(flags.items()))
-        if signature != self._trainable_flags:
-            for path, trainable in flags.items():
-                self.store.set_trainable(path, trainable)
-            self._trainable_flags = signature
-            self._plans = {}
-        return signature
+        each layer whether it is frozen. Returns the trainable flags (part of a plan's key;
+        weight_sync.py)."""
+        return sync_weights(self, Model)
 
     @property
     def _plans(self):

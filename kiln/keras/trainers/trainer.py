@@ -143,11 +143,14 @@ class Trainer(BatchMethods):
             for epoch in range(initial_epoch, epochs):
                 runner.reset()
                 callback_list.on_epoch_begin(epoch)
+                batch_begin, batch_end = _batch_hooks(callback_list, "train")
                 step = -1
                 for step, (xs, ys, weights) in enumerate(adapter.batches()):
-                    callback_list.on_train_batch_begin(step)
+                    if batch_begin:
+                        callback_list.on_train_batch_begin(step)
                     runner.run(xs, ys, weights, step, epoch)
-                    callback_list.on_train_batch_end(step, data_parallel.logs(runner))
+                    if batch_end:
+                        callback_list.on_train_batch_end(step, data_parallel.logs(runner))
                     if self.stop_training:
                         break
                 # an epoch that got no batch (its data ran out) logs the last epoch's
@@ -183,13 +186,15 @@ class Trainer(BatchMethods):
         with self._plans.lock:
             runner.reset()
             self._start_pass(adapter)
+            batch_begin = batch_end = False
             if callback_list is not None:
                 callback_list.on_test_begin()
+                batch_begin, batch_end = _batch_hooks(callback_list, "test")
             for step, (xs, ys, weights) in enumerate(adapter.batches()):
-                if callback_list is not None:
+                if batch_begin:
                     callback_list.on_test_batch_begin(step)
                 runner.run(xs, ys, weights, step)
-                if callback_list is not None:
+                if batch_end:
                     callback_list.on_test_batch_end(step, data_parallel.logs(runner))
             logs = data_parallel.logs(runner)
         if callback_list is not None:
@@ -259,6 +264,17 @@ class Trainer(BatchMethods):
         if return_dict:
             return results
         return results_in_order(self.metrics_names, results)
+
+
+def _batch_hooks(callback_list, kind):
+    """(call on_<kind>_batch_begin, call on_<kind>_batch_end) for this epoch: a hook no
+    callback overrides is skipped, and with it the per-batch read-back of the loss and metrics
+    into the logs dict, which nothing would see (the epoch-end logs are read once). A
+    data-parallel run keeps both: the logs average over the ranks in a collective every rank
+    must join, and rank 0 alone has the progress bar."""
+    every = data_parallel.active_world() is not None
+    return (every or callback_list.overrides(f"on_{kind}_batch_begin"),
+            every or callback_list.overrides(f"on_{kind}_batch_end"))
 
 
 def _leaves(value):
