@@ -98,7 +98,8 @@ def command_profile(args):
 def command_compare(args):
     frameworks = args.frameworks or list(FRAMEWORKS)
     report = harness.run(args.models, args.formats, args.modes, args.precisions, frameworks,
-                         args.repeats, args.steps, args.warmup, args.json, args.log)
+                         args.repeats, args.steps, args.warmup, args.json, args.log,
+                         args.fit_rounds)
     print(harness.format_table(report))
     print(f"JSON: {args.json}")
     return 0
@@ -138,6 +139,9 @@ def main(argv=None):
     compare.add_argument("--repeats", type=int, default=5)
     compare.add_argument("--steps", type=int, default=15)
     compare.add_argument("--warmup", type=int, default=3)
+    compare.add_argument("--fit-rounds", type=int, default=5,
+                         help="rounds of kiln's fit() overhead measure per trained model "
+                              "(0: skip it; each round is 6x --steps steps)")
     compare.add_argument("--json", default="bench-results/compare.json")
     compare.add_argument("--log", default="bench-results/workers.log")
     train = sub.add_parser("train", help="median ms per kiln training step and %% of peak")
