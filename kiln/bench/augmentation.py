@@ -83,8 +83,9 @@ def small_cnn(data_format="channels_last", augment=False, seed=0):
 
 def layer_epoch_seconds(samples=3200, rounds=3, data_format="channels_last", seed=0):
     """(median seconds of a plain epoch, of an epoch of the same CNN with the augmentation
-    layers in the model) over `rounds` alternations, both fit() on the same arrays, after one
-    untimed epoch of each (plan building, kernel loading)."""
+    layers in the model) over `rounds` alternations (the order swapped every round), both
+    fit() on the same arrays, after one untimed epoch of each (plan building, kernel
+    loading)."""
     keras.utils.set_random_seed(seed)
     plain_model, shape, batch = small_cnn(data_format)
     augmented_model, _, _ = small_cnn(data_format, augment=True, seed=seed)
@@ -96,8 +97,8 @@ def layer_epoch_seconds(samples=3200, rounds=3, data_format="channels_last", see
     for run in runs.values():
         run()
     times = {"plain": [], "augmented": []}
-    for _ in range(rounds):
-        for name, run in runs.items():
+    for index in range(rounds):  # ABBA: a drift of the machine's load favours neither
+        for name, run in list(runs.items())[::-1 if index % 2 else 1]:
             start = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - start)
