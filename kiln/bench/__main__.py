@@ -10,6 +10,7 @@
     python -m kiln.bench ops                # broadcast_add at memory bandwidth, beside peers
     python -m kiln.bench custom-layer       # a keras.ops scale-and-bias layer vs built-ins
     python -m kiln.bench soak --epochs 100  # fit killed and resumed at random: RSS, checkpoints
+    python -m kiln.bench augmentation       # an epoch with augmentation vs one without
 
 `train` times kiln training steps on synthetic data after warm-up and, in the same run, the
 sgemm peak; its last line is `ms_per_step=<median> pct_of_peak=<percent>`.
@@ -98,7 +99,8 @@ def command_profile(args):
 def command_compare(args):
     frameworks = args.frameworks or list(FRAMEWORKS)
     report = harness.run(args.models, args.formats, args.modes, args.precisions, frameworks,
-                         args.repeats, args.steps, args.warmup, args.json, args.log)
+                         args.repeats, args.steps, args.warmup, args.json, args.log,
+                         args.fit_rounds)
     print(harness.format_table(report))
     print(f"JSON: {args.json}")
     return 0
@@ -112,12 +114,19 @@ def command_report(args):
 
 
 def command_augmentation(args):
-    from .augmentation import epoch_seconds
-    plain, augmented = epoch_seconds(args.samples, args.rounds, args.format)
+    from . import augmentation as measure
     steps = -(-args.samples // 32)
-    print(f"cifar10_cnn {args.format}, {args.samples} samples ({steps} steps of 32): epoch "
-          f"{plain:.2f} s on arrays, {augmented:.2f} s with the example's augmentation "
-          f"({100 * (augmented / plain - 1):+.1f}%), medians of {args.rounds}")
+    if args.kind in ("generator", "both"):
+        plain, augmented = measure.epoch_seconds(args.samples, args.rounds, args.format)
+        print(f"cifar10_cnn {args.format}, {args.samples} samples ({steps} steps of 32): epoch "
+              f"{plain:.2f} s on arrays, {augmented:.2f} s with the example's augmentation "
+              f"({100 * (augmented / plain - 1):+.1f}%), medians of {args.rounds}")
+    if args.kind in ("layers", "both"):
+        plain, augmented = measure.layer_epoch_seconds(args.samples, args.rounds, args.format)
+        print(f"cifar10_cnn {args.format}, {args.samples} samples ({steps} steps of 32): epoch "
+              f"{plain:.2f} s, {augmented:.2f} s with {' + '.join(measure.AUGMENTATION_LAYERS)}"
+              f" in the model ({100 * (augmented / plain - 1):+.1f}%; target within +10%), "
+              f"medians of {args.rounds}")
     return 0
 
 
@@ -138,6 +147,9 @@ def main(argv=None):
     compare.add_argument("--repeats", type=int, default=5)
     compare.add_argument("--steps", type=int, default=15)
     compare.add_argument("--warmup", type=int, default=3)
+    compare.add_argument("--fit-rounds", type=int, default=5,
+                         help="rounds of kiln's fit() overhead measure per trained model "
+                              "(0: skip it; each round is 6x --steps steps)")
     compare.add_argument("--json", default="bench-results/compare.json")
     compare.add_argument("--log", default="bench-results/workers.log")
     train = sub.add_parser("train", help="median ms per kiln training step and %% of peak")
@@ -157,7 +169,10 @@ def main(argv=None):
                          help="train mode: time the fit() overhead measure by the wall clock or "
                          "by the process's CPU time (steadier on a loaded machine)")
     augmentation = sub.add_parser(
-        "augmentation", help="cifar10_cnn epoch with and without the example's augmentation")
+        "augmentation", help="cifar10_cnn epoch with and without augmentation (Keras 2's "
+                             "ImageDataGenerator, Keras 3's augmentation layers in the model)")
+    augmentation.add_argument("--kind", choices=["generator", "layers", "both"],
+                              default="both")
     augmentation.add_argument("--samples", type=int, default=3200)
     augmentation.add_argument("--rounds", type=int, default=3)
     augmentation.add_argument("--format", choices=FORMATS, default="channels_last")

@@ -196,3 +196,53 @@ def transformer_encoder(K, blocks=4, heads=4, feed_forward=1024, classes=2):
     x = layers.GlobalAveragePooling1D()(x)
     outputs = layers.Dense(classes, activation="softmax")(x)
     return K.Model(inputs, outputs, name="transformer_encoder")
+
+
+# keras.applications models on ImageNet-sized images: (height, width, channels), 1000 classes
+APPLICATION_IMAGE = (224, 224, 3)
+APPLICATION_CLASSES = 1000
+FINETUNE_CLASSES = 10  # the new head of the fine-tuning step: a small new task
+# EfficientNet-B0's 7 stages as keras.applications builds them, for the PyTorch copy:
+# (kernel size, repeats, filters in, filters out, stride of the first block, expansion)
+EFFICIENTNET_B0_STAGES = ((3, 1, 32, 16, 1, 1), (3, 2, 16, 24, 2, 6), (5, 2, 24, 40, 2, 6),
+                          (3, 3, 40, 80, 2, 6), (5, 3, 80, 112, 1, 6), (5, 4, 112, 192, 2, 6),
+                          (3, 1, 192, 320, 1, 6))
+
+
+def _application(K, builder, data_format, **arguments):
+    """K.applications.<builder>(weights=None, ...) on 224x224x3 images in `data_format`
+    (an application follows the global image data format, set for its building only)."""
+    height, width, channels = APPLICATION_IMAGE
+    shape = ((height, width, channels) if data_format == "channels_last"
+             else (channels, height, width))
+    previous = K.backend.image_data_format()
+    K.backend.set_image_data_format(data_format)
+    try:
+        return getattr(K.applications, builder)(weights=None, input_shape=shape, **arguments)
+    finally:
+        K.backend.set_image_data_format(previous)
+
+
+def resnet50(K, data_format="channels_last"):
+    """keras.applications.ResNet50(weights=None): 224x224x3, 1000 classes, softmax."""
+    return _application(K, "ResNet50", data_format, classes=APPLICATION_CLASSES)
+
+
+def efficientnet_b0(K, data_format="channels_last"):
+    """keras.applications.EfficientNetB0(weights=None): 224x224x3, 1000 classes (its
+    Rescaling and Normalization inside, swish, squeeze-and-excitation, stochastic depth)."""
+    return _application(K, "EfficientNetB0", data_format, classes=APPLICATION_CLASSES)
+
+
+def resnet50_finetune(K, data_format="channels_last", classes=FINETUNE_CLASSES):
+    """keras.io's "Transfer learning & fine-tuning": a frozen ResNet50 base
+    (include_top=False, base.trainable = False, called with training=False so its
+    BatchNormalization stays in inference mode), GlobalAveragePooling2D and a new Dense
+    softmax head; only the head trains."""
+    base = _application(K, "ResNet50", data_format, include_top=False)
+    base.trainable = False
+    inputs = K.Input(tuple(base.input.shape)[1:])
+    x = base(inputs, training=False)
+    x = K.layers.GlobalAveragePooling2D(data_format=data_format)(x)
+    outputs = K.layers.Dense(classes, activation="softmax")(x)
+    return K.Model(inputs, outputs, name="resnet50_finetune")

@@ -65,7 +65,7 @@ def summarize(times_by_repeat):
 
 
 def run(model_names, formats, modes, precisions, frameworks, repeats, steps, warmup,
-        json_path, log_path):
+        json_path, log_path, fit_rounds=5):
     peaks_before = {"f32": sgemm_gflops(), "bf16": bf16_matmul_gflops()}
     status = {fw: installed(fw) for fw in frameworks}
     # a fresh checkout has no results folder yet
@@ -108,7 +108,7 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
             for model, mode, precision in product(model_names, modes, precisions):
                 answer = workers["kiln"].request(what="profile", model=model, mode=mode,
                                                  format=formats[0], precision=precision,
-                                                 steps=steps)
+                                                 steps=steps, fit_rounds=fit_rounds)
                 kiln_details[f"{model} {mode} {precision} profile"] = answer
     finally:
         for worker in workers.values():
@@ -120,7 +120,8 @@ def run(model_names, formats, modes, precisions, frameworks, repeats, steps, war
     return build_report(samples, notes, status, peaks, peaks_before, peaks_after,
                         dict(models=model_names, formats=formats, modes=modes,
                              precisions=precisions, repeats=repeats, steps=steps,
-                             warmup=warmup), json_path, kiln_details, setup_seconds)
+                             warmup=warmup, fit_rounds=fit_rounds), json_path, kiln_details,
+                        setup_seconds)
 
 
 def build_report(samples, notes, status, peaks, peaks_before, peaks_after, settings, json_path,
@@ -215,7 +216,7 @@ def format_table(report):
     peaks = report["peaks_gflops"]
     bf16 = f"{peaks['bf16']:.0f}" if peaks["bf16"] else "n/a"
     lines.append(f"matmul peaks (same run): f32 {peaks['f32']:.0f} GFLOP/s, bf16 {bf16} GFLOP/s")
-    header = (f"{'model':<12}{'mode':<6}{'format':<15}{'prec':<5}{'framework':<24}"
+    header = (f"{'model':<18}{'mode':<6}{'format':<15}{'prec':<5}{'framework':<24}"
               f"{'median':>8}{'best':>8}{'p10-p90':>14}{'kiln/med':>9}{'kiln/best':>10}"
               f"{'GFLOP/s':>9}{'%f32':>6}{'%bf16':>6}")
     lines.append(header)
@@ -225,7 +226,7 @@ def format_table(report):
         ratio_best = row.get("kiln_over_peer_best")
         gflops, pct_f32, pct_bf16 = row["gflops"], row["pct_f32_peak"], row["pct_bf16_peak"]
         lines.append(
-            f"{row['model']:<12}{row['mode']:<6}{row['format']:<15}{row['precision']:<5}"
+            f"{row['model']:<18}{row['mode']:<6}{row['format']:<15}{row['precision']:<5}"
             f"{row['framework']:<24}{row['median_ms']:>8.1f}{row['best_ms']:>8.1f}"
             f"{row['p10_ms']:>7.1f}-{row['p90_ms']:<6.1f}"
             f"{_ratio(ratio_median):>9}{_ratio(ratio_best):>10}"

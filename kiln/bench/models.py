@@ -119,9 +119,43 @@ def _text_model(model, loss="binary_crossentropy"):
     return model, (SEQUENCE_LENGTHS[model.name],), 32
 
 
+def _application_model(model, data_format):
+    """(model, image shape, batch 16) of a keras.applications model, compiled with
+    categorical cross-entropy and Adam(1e-3)."""
+    model.compile(loss="categorical_crossentropy",
+                  optimizer=keras.optimizers.Adam(learning_rate=1e-3), metrics=["accuracy"])
+    return model, tuple(model.input.shape)[1:], APPLICATION_BATCH
+
+
+APPLICATION_BATCH = 16
+
+
+def resnet50(data_format):
+    """kiln.keras.applications.ResNet50(weights=None), 224x224x3, 1000 classes, batch 16."""
+    keras.backend.clear_session()
+    return _application_model(architectures.resnet50(keras, data_format), data_format)
+
+
+def efficientnet_b0(data_format):
+    """kiln.keras.applications.EfficientNetB0(weights=None), 224x224x3, 1000 classes,
+    batch 16."""
+    keras.backend.clear_session()
+    return _application_model(architectures.efficientnet_b0(keras, data_format), data_format)
+
+
+def resnet50_finetune(data_format):
+    """architectures.resnet50_finetune: a frozen ResNet50 base under a new 10-class head,
+    batch 16; a training step trains the head only."""
+    keras.backend.clear_session()
+    return _application_model(architectures.resnet50_finetune(keras, data_format),
+                              data_format)
+
+
 MODELS = {"mnist_cnn": mnist_cnn, "cifar10_cnn": cifar10_cnn, "resnet20": resnet20,
           "mobilenet_v2": mobilenet_v2, "unet": unet, "imdb_lstm": imdb_lstm,
-          "imdb_gru": imdb_gru, "imdb_cnn": imdb_cnn, "transformer_encoder": transformer_encoder}
+          "imdb_gru": imdb_gru, "imdb_cnn": imdb_cnn, "transformer_encoder": transformer_encoder,
+          "resnet50": resnet50, "efficientnet_b0": efficientnet_b0,
+          "resnet50_finetune": resnet50_finetune}
 # no data format: timed once
 SEQUENCE_MODELS = ("imdb_lstm", "imdb_gru", "imdb_cnn", "transformer_encoder")
 
@@ -183,35 +217,59 @@ def _attention_forward_flops(layer, batch):
     return float(projections), float(attention)
 
 
-def forward_flops_per_layer(model, batch, with_input_gradient=False):
-    """2 x multiply-adds of the forward pass of each conv, dense and recurrent layer of
-    `model.layers`, in order (batch normalization, pooling, adds, activations and the gate
-    arithmetic are not counted). With `with_input_gradient`, (flops, whether the layer's
-    backward also computes its input's gradient: a weighted layer, e.g. an Embedding, comes
-    before it) pairs. A MultiHeadAttention layer counts as two entries: its projections
-    and its attention products."""
-    flops, weighted_before = [], False
-    for layer in model.layers:
+def _flat_layers(layers, trainable=True):
+    """(layer, whether fit() trains it) of `layers`, a nested model's own layers in its place:
+    a frozen base (`base.trainable = False`) freezes every layer inside it."""
+    for layer in layers:
+        trains = trainable and getattr(layer, "trainable", True)
+        inner = getattr(layer, "layers", None)
+        if isinstance(inner, list) and getattr(layer, "kernel", None) is None:
+            yield from _flat_layers(inner, trains)
+        else:
+            yield layer, trains
+
+
+def layer_passes(model, batch):
+    """(forward flops, whether the backward computes the layer's input gradient, whether it
+    computes its weights' gradient) of each conv, dense, recurrent and attention product of
+    the model, nested models' layers included, in order. The input gradient is needed only
+    behind a trainable weighted layer; a frozen layer (trainable=False, or inside a frozen
+    model) has no weight gradient. A MultiHeadAttention layer counts as two entries: its
+    projections and its attention products (whose batched matmuls pass gradients to both
+    operands, the projections)."""
+    passes, trainable_before = [], False
+    for layer, trains in _flat_layers(model.layers):
         if type(layer).__name__ == "MultiHeadAttention":
-            # its batched matmuls always pass gradients to both operands (the projections)
             projections, attention = _attention_forward_flops(layer, batch)
-            flops += ([(projections, weighted_before), (attention, True)]
-                      if with_input_gradient else [projections, attention])
-            weighted_before = True
+            behind = trainable_before or trains  # a gradient reaches both operands
+            passes += [(projections, trainable_before, trains), (attention, behind, behind)]
+            trainable_before = behind
             continue
         forward = _layer_forward_flops(layer, batch)
         if forward is not None:
-            flops.append((forward, weighted_before) if with_input_gradient else forward)
-        weighted_before = weighted_before or _has_weights(layer)
-    return flops
+            passes.append((forward, trainable_before, trains))
+        trainable_before = trainable_before or (trains and _has_weights(layer))
+    return passes
+
+
+def forward_flops_per_layer(model, batch, with_input_gradient=False):
+    """2 x multiply-adds of the forward pass of each conv, dense and recurrent layer of the
+    model (layer_passes: nested models' layers included; batch normalization, pooling, adds,
+    activations and the gate arithmetic are not counted). With `with_input_gradient`,
+    (flops, whether the layer's backward also computes its input's gradient: a trainable
+    weighted layer, e.g. an Embedding, comes before it) pairs. A MultiHeadAttention layer
+    counts as two entries: its projections and its attention products."""
+    return [(forward, input_gradient) if with_input_gradient else forward
+            for forward, input_gradient, _ in layer_passes(model, batch)]
 
 
 def training_flops(model, batch):
-    """Forward, backward-data (not for a layer with no weighted layer before it) and
-    backward-weights: the work a training step must do, at batch 128: 9.160 GFLOP for
-    mnist_cnn, 31.231 for resnet20 (inference 10.448)."""
-    return sum(f * (3 if needs_input_gradient else 2) for f, needs_input_gradient
-               in forward_flops_per_layer(model, batch, with_input_gradient=True))
+    """Forward, backward-data (not for a layer with no trainable weighted layer before it) and
+    backward-weights (not for a frozen layer): the work a training step must do, at batch 128:
+    9.160 GFLOP for mnist_cnn, 31.231 for resnet20 (inference 10.448). A frozen base with
+    nothing trainable before it costs its forward only."""
+    return sum(forward * (1 + input_gradient + weight_gradient)
+               for forward, input_gradient, weight_gradient in layer_passes(model, batch))
 
 
 def inference_flops(model, batch):

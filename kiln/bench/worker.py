@@ -58,7 +58,8 @@ def main(framework, runner_module=None):
         key = (request["model"], request["format"], request["mode"], request["precision"])
         try:
             if request.get("what") == "profile":
-                answers.write(json.dumps(runner.profile(*key, request["steps"])) + "\n")
+                answers.write(json.dumps(runner.profile(
+                    *key, request["steps"], fit_rounds=request.get("fit_rounds", 5))) + "\n")
                 continue
             if request.get("what") == "first_step":
                 seconds = runner.seconds_to_first_step(request["model"], request["format"])

@@ -22,6 +22,9 @@ def _model(keras, model, data_format):
     elif model == "transformer_encoder":
         net = architectures.transformer_encoder(keras)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)
+    elif model in ("resnet50", "efficientnet_b0", "resnet50_finetune"):
+        net = getattr(architectures, model)(keras, data_format)
+        optimizer = keras.optimizers.Adam(learning_rate=1e-3)
     elif model == "resnet20":
         net = architectures.resnet20(keras, data_format)
         optimizer = keras.optimizers.Adam(learning_rate=1e-3)

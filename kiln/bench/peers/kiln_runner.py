@@ -38,9 +38,10 @@ def prepare(model, data_format, mode, precision):
     return plan.predict_step
 
 
-def profile(model, data_format, mode, precision, steps):
+def profile(model, data_format, mode, precision, steps, fit_rounds=5):
     """Median ms of every call of the plan, the step median measured without timers and the
-    plan's buffer bytes (with and without reuse by liveness, scratchpad)."""
+    plan's buffer bytes (with and without reuse by liveness, scratchpad); for training, what
+    fit() adds (fit_cost over `fit_rounds` rounds; 0 skips it)."""
     import time
 
     import numpy as np
@@ -57,8 +58,8 @@ def profile(model, data_format, mode, precision, steps):
     calls = {label: seconds * 1e3 for label, seconds in plan.profile(steps).items()}
     result = {"step_ms": float(np.median(times)) * 1e3, "calls_ms": calls,
               "planned_bytes": dict(plan.planned_bytes)}
-    if mode == "train":
-        result.update(fit_cost(model, data_format, precision, steps))
+    if mode == "train" and fit_rounds:
+        result.update(fit_cost(model, data_format, precision, steps, fit_rounds))
     return result
 
 

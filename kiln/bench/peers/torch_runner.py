@@ -61,6 +61,8 @@ def _model(torch, model):
         return torch_models.imdb_cnn(torch)
     if model == "transformer_encoder":
         return torch_models.transformer_encoder(torch)
+    if model in ("resnet50", "efficientnet_b0", "resnet50_finetune"):
+        return getattr(torch_models, model)(torch, synthetic.IMAGE_CLASSES[model])
     if model == "resnet20":
         return _resnet20(torch)
     if model == "mobilenet_v2":
@@ -77,6 +79,10 @@ def _model(torch, model):
         nn.MaxPool2d(2), nn.Dropout(0.25), nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
         nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
         nn.Linear(2304, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10))
+
+
+ADAM = ("resnet20", "mobilenet_v2", "unet", "resnet50", "efficientnet_b0",
+        "resnet50_finetune")
 
 
 def unsupported(model, data_format, mode, precision):
@@ -99,8 +105,9 @@ def prepare(model, data_format, mode, precision, compile=False):
     if data_format == "channels_last" and not text:
         net = net.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
-    if model in ("resnet20", "mobilenet_v2", "unet") or text:
-        optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, eps=1e-7)
+    trained = [p for p in net.parameters() if p.requires_grad]  # not a frozen base's
+    if model in ADAM or text:
+        optimizer = torch.optim.Adam(trained, lr=1e-3, eps=1e-7)
     elif model == "mnist_cnn":
         optimizer = torch.optim.Adadelta(net.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     else:
