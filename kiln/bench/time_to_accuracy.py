@@ -98,6 +98,15 @@ def table(results, target, peak):
     return rows
 
 
+def _progress(result, target):
+    """One finished worker, for the log: a partial run still says what it measured."""
+    name = f"{result['framework']} {result['precision']}"
+    if "error" in result:
+        return f"{name}: {result['error']}"
+    accuracies = " ".join(f"{e['accuracy']:.4f}@{e['seconds']:.1f}s" for e in result["epochs"])
+    return f"{name}: test accuracy by epoch {accuracies} (target {target})"
+
+
 def command(args):
     frameworks = args.frameworks or TTA_FRAMEWORKS
     peak = sgemm_gflops()
@@ -114,7 +123,7 @@ def command(args):
                     continue
                 results.append(run_worker(framework, precision, path, args.max_epochs,
                                           args.target))
-                print(f"done: {framework} {precision}", file=sys.stderr, flush=True)
+                print(_progress(results[-1], args.target), file=sys.stderr, flush=True)
     peak = max(peak, sgemm_gflops())
     for line in table(results, args.target, peak):
         print(line)
