@@ -55,6 +55,7 @@ def test_a_kiln_run_on_a_small_mnist_stops_at_the_first_epoch_reaching_the_targe
         _idx(folder / f"{prefix}-labels-idx1-ubyte.gz", labels, 0x801)
     monkeypatch.setenv("KILN_DATASETS", str(tmp_path / "data"))
     monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras"))  # no cached mnist.npz
+    monkeypatch.setattr(time_to_accuracy, "sgemm_gflops", lambda: 123.0)  # keeps the test fast
     report = tmp_path / "tta.json"
     assert main(["time-to-accuracy", "--frameworks", "kiln", "--max-epochs", "3",
                  "--target", "0.05", "--train-limit", "200", "--json", str(report)]) == 0
@@ -65,5 +66,6 @@ def test_a_kiln_run_on_a_small_mnist_stops_at_the_first_epoch_reaching_the_targe
     row = lines[1].split()
     assert row[:3] == ["kiln", "f32", "1"] and row[5] == "-"  # no peer ran: no ratio
     assert float(row[3]) >= float(row[4]) > 0  # to target includes the evaluation
+    assert "same-run sgemm peak: 123.0 GFLOP/s" in lines[-1]
     epochs = json.loads(report.read_text())["results"][0]["epochs"]
     assert len(epochs) == 1 and epochs[0]["accuracy"] >= 0.05  # stopped after epoch 1 of 3
