@@ -11,6 +11,7 @@
     python -m kiln.bench custom-layer       # a keras.ops scale-and-bias layer vs built-ins
     python -m kiln.bench soak --epochs 100  # fit killed and resumed at random: RSS, checkpoints
     python -m kiln.bench augmentation       # an epoch with augmentation vs one without
+    python -m kiln.bench time-to-accuracy   # mnist_cnn on real MNIST to 99%, beside peers
 
 `train` times kiln training steps on synthetic data after warm-up and, in the same run, the
 sgemm peak; its last line is `ms_per_step=<median> pct_of_peak=<percent>`.
@@ -23,7 +24,7 @@ import time
 import numpy as np
 
 from ..profiler import measure_peaks
-from . import custom_layer, harness, profile_report, soak
+from . import custom_layer, harness, profile_report, soak, time_to_accuracy
 from . import ops as ops_bench
 from .models import MODELS, built, training_flops
 from .peak import sgemm_gflops
@@ -181,13 +182,14 @@ def main(argv=None):
     ops_bench.add_parser(sub)
     custom_layer.add_parser(sub)
     soak.add_parser(sub)
+    time_to_accuracy.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["compare", *(argv or sys.argv[1:])])
     return {"train": command_train, "profile": command_profile, "compare": command_compare,
             "report": command_report, "augmentation": command_augmentation,
             "ops": ops_bench.command, "custom-layer": custom_layer.command,
-            "soak": soak.command}[args.command](args)
+            "soak": soak.command, "time-to-accuracy": time_to_accuracy.command}[args.command](args)
 
 
 if __name__ == "__main__":
