@@ -86,13 +86,21 @@ class BatchedMatmulOp(Op):
             transpose(B, pb), returned as transpose(product, pc).
         scale: two inputs only: the product times this number, a post-op of the matmul (and
             of both backward matmuls): attention's 1/sqrt(key_dim) without a pass of its own.
+        bias: with a weight only: None, or the short name of a second parameter with one
+            value per output unit (Keras shape: the kernel's output axes), added by the
+            matmul itself (oneDNN's bias argument, f32) instead of a broadcast add's pass
+            over the product; its gradient, the column sums of the output gradient, is one
+            more matmul (a row of ones times the gradient matrix).
     """
 
     def __init__(self, name, data_format=CHANNELS_LAST, transpose_b=False, weight=None,
-                 contract=1, permutes=None, scale=1.0):
+                 contract=1, permutes=None, scale=1.0, bias=None):
+        if weight is None and bias is not None:
+            raise ValueError(f"BatchedMatmul '{name}': bias applies with a weight only")
         if weight is not None and (transpose_b or permutes is not None or scale != 1.0):
             raise ValueError(f"BatchedMatmul '{name}': transpose_b, permutes and scale apply "
                              "to two inputs only")
+        self.bias = None if bias is None else str(bias)
         self.scale = float(scale)
         self._post_ops = (NONE if self.scale == 1.0
                           else eltwise(dnnl.eltwise_linear, self.scale, 0.0))
@@ -133,7 +141,11 @@ class BatchedMatmulOp(Op):
     def parameter_dims(self, input_dims):
         if self.weight is None:
             return {}
-        return {self.weight[0]: (self._kernel_matrix, dnnl.ab)}
+        dims = {self.weight[0]: (self._kernel_matrix, dnnl.ab)}
+        if self.bias is not None:
+            shape = self.weight[1][self.contract:]
+            dims[self.bias] = (shape, (dnnl.a, dnnl.ab, dnnl.abc, dnnl.abcd)[len(shape) - 1])
+        return dims
 
     def _keras_shapes(self, input_dims):
         return [keras_shape(d, self.data_format) for d in
@@ -196,13 +208,15 @@ class BatchedMatmulOp(Op):
             return memory
         return memory.view(keras_layout(dims, self.data_format, False, memory.desc.data_type))
 
-    def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE):
+    def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE, bias=None):
         primitive = builder.primitive(*descriptor(
             "dnnl_matmul_primitive_desc_create", "matmul",
-            f"{label} {src.desc.dims} x {weights.desc.dims}", src.desc, weights.desc, None,
-            dst.desc, post_ops=post_ops))
-        call = builder.bind(primitive, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights,
-                                        dnnl.ARG_DST: dst}, label)
+            f"{label} {src.desc.dims} x {weights.desc.dims}", src.desc, weights.desc,
+            None if bias is None else bias.desc, dst.desc, post_ops=post_ops))
+        args = {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights, dnnl.ARG_DST: dst}
+        if bias is not None:
+            args[dnnl.ARG_BIAS] = bias
+        call = builder.bind(primitive, args, label)
         (builder.add_backward if backward else builder.add_forward)(call)
 
     def forward(self, builder, x, need_input_grad=None):
@@ -296,6 +310,15 @@ class BatchedMatmulOp(Op):
 
         return Tensor(output, tensors[0].data_format, backward_reads_memory=False), backward
 
+    def _ones(self, rows):
+        """A (1, rows) row of ones in the operands' type: the plan's own bytes, never pooled."""
+        ones = Memory(self._rows((1, rows)))
+        if self.data_type == dnnl.bf16:
+            ones.as_array(np.uint16)[:] = 0x3F80  # 1.0 in bfloat16
+        else:
+            ones.as_array()[:] = 1.0
+        return ones
+
     def _forward_weight(self, builder, x, need_input_grad):
         shape = keras_shape(x.dims, self.data_format)
         k, n = self._kernel_matrix
@@ -304,9 +327,13 @@ class BatchedMatmulOp(Op):
         a = self._plain(builder, x.memory, x.dims, f"{self.name} input")
         a2 = a.view(self._rows((rows, k)))
         w = builder.param(self.parameter_name, self._rows((k, n)))
+        bias_name = None if self.bias is None else f"{self.name}/{self.bias}"
+        bias_shape = self.weight[1][self.contract:]  # Keras's bias shape, bytes seen (1, N)
+        bias = None if bias_name is None else builder.param(
+            bias_name, row_major(bias_shape)).view(row_major((1, n)))
         out = builder.allocate(row_major(out_shape))
         self._matmul(builder, a2, w, out.view(row_major((rows, n))) if out_shape != (rows, n)
-                     else out, f"{self.name} forward", False)
+                     else out, f"{self.name} forward", False, bias=bias)
         output = self._as_logical(builder, out, out_shape)
 
         def backward(output_grad):
@@ -317,6 +344,10 @@ class BatchedMatmulOp(Op):
                 grad_w = builder.param_grad(self.parameter_name, row_major((k, n)))
                 self._matmul(builder, a2.view(self._transposed((rows, k))), g2, grad_w,
                              f"{self.name} backward weights", True)
+            if bias_name is not None and builder.wants_grad(bias_name):  # db = 1ᵀ · dY
+                grad_b = builder.param_grad(bias_name, row_major(bias_shape))
+                self._matmul(builder, self._ones(rows), g2, grad_b.view(row_major((1, n))),
+                             f"{self.name} backward bias", True)
             if not need_input_grad:
                 return None
             grad = builder.allocate(self._rows(shape))  # dX = dY · Wᵀ
