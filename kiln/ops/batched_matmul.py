@@ -32,7 +32,7 @@ from .base import Op
 from .merge import needed
 from .pad_crop import copy
 from .permute import strided
-from .reshape import copy_in_layout, keras_layout
+from .reshape import keras_layout
 from .tensor import CHANNELS_LAST, Tensor, keras_shape, logical_dims
 
 
@@ -188,17 +188,15 @@ class BatchedMatmulOp(Op):
 
     # -- forward and backward -------------------------------------------------------------
     def _plain(self, builder, memory, dims, label, backward=False):
-        """`memory` (logical `dims`, any layout) as Keras row-major bytes in a buffer of the
-        plan (a view of a plan input would not follow the buffer swapped in per step; a
-        pooled buffer moves together with its views when liveness shares bytes): a copy in
-        forward, the gradient itself in backward when already plain."""
+        """`memory` (logical `dims`, any layout) as Keras row-major bytes of the operands'
+        type: the tensor itself when it already is (a layer norm's bf16 or f32 output read
+        by three projections: no copy; a view of a plan input makes the plan copy its
+        inputs instead of re-pointing them, plan_inputs.kernels_read_inputs), else a
+        reorder, shared by the readers of one inference forward."""
         shape = keras_shape(dims, self.data_format)
         desc = (self._rows(shape) if tuple(shape) == tuple(dims)
                 else keras_layout(dims, self.data_format, False, self.data_type))
-        if backward:
-            plain = builder.reorder(memory, desc, label, backward=True)
-        else:
-            plain = copy_in_layout(builder, memory, desc, label)
+        plain = builder.reorder(memory, desc, label, backward=backward)
         return plain.view(self._rows(shape))
 
     def _as_logical(self, builder, memory, shape):
