@@ -223,9 +223,10 @@ class BatchedMatmulOp(Op):
             if tensor.memory.desc.data_type not in (dnnl.f32, dnnl.bf16):
                 raise NotImplementedError(f"BatchedMatmul '{self.name}': float32 or bfloat16 "
                                           "operands expected")
-        # under mixed_bfloat16 the operands are copied into bf16 buffers (the copy each makes
-        # anyway converts them) and run on the bf16 (AMX) matmul; the product is f32, as are
-        # the weight gradients, so the bias adds, masks and softmax after it read f32
+        # under mixed_bfloat16 the operands are read as bf16 (converted by a reorder when
+        # they are not) and run on the bf16 (AMX) matmul; a tensor times a weight writes
+        # bf16, two tensors' product is f32 (the masks and softmax after it read f32), the
+        # weight gradients are f32
         self.data_type = builder.data_type
         if self.weight is None:
             return self._forward_pair(builder, tensors, needed(need_input_grad, 2))
@@ -329,9 +330,12 @@ class BatchedMatmulOp(Op):
         bias_shape = self.weight[1][self.contract:]  # Keras's bias shape, bytes seen (1, N)
         bias = None if bias_name is None else builder.param(
             bias_name, row_major(bias_shape)).view(row_major((1, n)))
-        out = builder.allocate(row_major(out_shape))
-        self._matmul(builder, a2, w, out.view(row_major((rows, n))) if out_shape != (rows, n)
-                     else out, f"{self.name} forward", False, bias=bias)
+        # the product in the operands' type (bf16 under mixed_bfloat16, as Dense's inner
+        # product and Keras's compute dtype): the bias is added in f32 before the rounding
+        out = builder.allocate(self._rows(out_shape))
+        self._matmul(builder, a2, w, out.view(self._rows((rows, n)))
+                     if out_shape != (rows, n) else out, f"{self.name} forward", False,
+                     bias=bias)
         output = self._as_logical(builder, out, out_shape)
 
         def backward(output_grad):
