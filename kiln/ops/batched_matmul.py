@@ -13,8 +13,9 @@ Two forms:
 
 The two-input form also reads its operands and writes its result with their axes permuted
 (`permutes`, the batch axis staying first): multi-head attention's einsums keep the heads axis
-in the middle ("aecd,abcd->acbe"), and the copy into a plain buffer the op makes anyway is then
-a transposing copy (a reorder into a strided view), never a copy more.
+in the middle ("aecd,abcd->acbe"), and such an operand's copy into a plain buffer is one
+transposing reorder into a strided view (which converts to bf16 too under mixed precision).
+An operand that already is plain row-major in the operands' type is read as it is.
 
 Operands are read in plain Keras row-major order (a 4D channels_last tensor's logical dims
 are (N, C, H, W) in nhwc, so its bytes already are). Backward is two matmuls,
