@@ -13,8 +13,9 @@ Two forms:
 
 The two-input form also reads its operands and writes its result with their axes permuted
 (`permutes`, the batch axis staying first): multi-head attention's einsums keep the heads axis
-in the middle ("aecd,abcd->acbe"), and the copy into a plain buffer the op makes anyway is then
-a transposing copy (a reorder into a strided view), never a copy more.
+in the middle ("aecd,abcd->acbe"), and such an operand's copy into a plain buffer is one
+transposing reorder into a strided view (which converts to bf16 too under mixed precision).
+An operand that already is plain row-major in the operands' type is read as it is.
 
 Operands are read in plain Keras row-major order (a 4D channels_last tensor's logical dims
 are (N, C, H, W) in nhwc, so its bytes already are). Backward is two matmuls,
@@ -32,7 +33,7 @@ from .base import Op
 from .merge import needed
 from .pad_crop import copy
 from .permute import strided
-from .reshape import copy_in_layout, keras_layout
+from .reshape import keras_layout
 from .tensor import CHANNELS_LAST, Tensor, keras_shape, logical_dims
 
 
@@ -86,13 +87,21 @@ class BatchedMatmulOp(Op):
             transpose(B, pb), returned as transpose(product, pc).
         scale: two inputs only: the product times this number, a post-op of the matmul (and
             of both backward matmuls): attention's 1/sqrt(key_dim) without a pass of its own.
+        bias: with a weight only: None, or the short name of a second parameter with one
+            value per output unit (Keras shape: the kernel's output axes), added by the
+            matmul itself (oneDNN's bias argument, f32) instead of a broadcast add's pass
+            over the product; its gradient, the column sums of the output gradient, is one
+            more matmul (a row of ones times the gradient matrix).
     """
 
     def __init__(self, name, data_format=CHANNELS_LAST, transpose_b=False, weight=None,
-                 contract=1, permutes=None, scale=1.0):
+                 contract=1, permutes=None, scale=1.0, bias=None):
+        if weight is None and bias is not None:
+            raise ValueError(f"BatchedMatmul '{name}': bias applies with a weight only")
         if weight is not None and (transpose_b or permutes is not None or scale != 1.0):
             raise ValueError(f"BatchedMatmul '{name}': transpose_b, permutes and scale apply "
                              "to two inputs only")
+        self.bias = None if bias is None else str(bias)
         self.scale = float(scale)
         self._post_ops = (NONE if self.scale == 1.0
                           else eltwise(dnnl.eltwise_linear, self.scale, 0.0))
@@ -133,7 +142,11 @@ class BatchedMatmulOp(Op):
     def parameter_dims(self, input_dims):
         if self.weight is None:
             return {}
-        return {self.weight[0]: (self._kernel_matrix, dnnl.ab)}
+        dims = {self.weight[0]: (self._kernel_matrix, dnnl.ab)}
+        if self.bias is not None:
+            shape = self.weight[1][self.contract:]
+            dims[self.bias] = (shape, (dnnl.a, dnnl.ab, dnnl.abc, dnnl.abcd)[len(shape) - 1])
+        return dims
 
     def _keras_shapes(self, input_dims):
         return [keras_shape(d, self.data_format) for d in
@@ -176,17 +189,15 @@ class BatchedMatmulOp(Op):
 
     # -- forward and backward -------------------------------------------------------------
     def _plain(self, builder, memory, dims, label, backward=False):
-        """`memory` (logical `dims`, any layout) as Keras row-major bytes in a buffer of the
-        plan (a view of a plan input would not follow the buffer swapped in per step; a
-        pooled buffer moves together with its views when liveness shares bytes): a copy in
-        forward, the gradient itself in backward when already plain."""
+        """`memory` (logical `dims`, any layout) as Keras row-major bytes of the operands'
+        type: the tensor itself when it already is (a layer norm's bf16 or f32 output read
+        by three projections: no copy; a view of a plan input makes the plan copy its
+        inputs instead of re-pointing them, plan_inputs.kernels_read_inputs), else a
+        reorder, shared by the readers of one inference forward."""
         shape = keras_shape(dims, self.data_format)
         desc = (self._rows(shape) if tuple(shape) == tuple(dims)
                 else keras_layout(dims, self.data_format, False, self.data_type))
-        if backward:
-            plain = builder.reorder(memory, desc, label, backward=True)
-        else:
-            plain = copy_in_layout(builder, memory, desc, label)
+        plain = builder.reorder(memory, desc, label, backward=backward)
         return plain.view(self._rows(shape))
 
     def _as_logical(self, builder, memory, shape):
@@ -196,13 +207,15 @@ class BatchedMatmulOp(Op):
             return memory
         return memory.view(keras_layout(dims, self.data_format, False, memory.desc.data_type))
 
-    def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE):
+    def _matmul(self, builder, src, weights, dst, label, backward, post_ops=NONE, bias=None):
         primitive = builder.primitive(*descriptor(
             "dnnl_matmul_primitive_desc_create", "matmul",
-            f"{label} {src.desc.dims} x {weights.desc.dims}", src.desc, weights.desc, None,
-            dst.desc, post_ops=post_ops))
-        call = builder.bind(primitive, {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights,
-                                        dnnl.ARG_DST: dst}, label)
+            f"{label} {src.desc.dims} x {weights.desc.dims}", src.desc, weights.desc,
+            None if bias is None else bias.desc, dst.desc, post_ops=post_ops))
+        args = {dnnl.ARG_SRC: src, dnnl.ARG_WEIGHTS: weights, dnnl.ARG_DST: dst}
+        if bias is not None:
+            args[dnnl.ARG_BIAS] = bias
+        call = builder.bind(primitive, args, label)
         (builder.add_backward if backward else builder.add_forward)(call)
 
     def forward(self, builder, x, need_input_grad=None):
@@ -211,9 +224,10 @@ class BatchedMatmulOp(Op):
             if tensor.memory.desc.data_type not in (dnnl.f32, dnnl.bf16):
                 raise NotImplementedError(f"BatchedMatmul '{self.name}': float32 or bfloat16 "
                                           "operands expected")
-        # under mixed_bfloat16 the operands are copied into bf16 buffers (the copy each makes
-        # anyway converts them) and run on the bf16 (AMX) matmul; the product is f32, as are
-        # the weight gradients, so the bias adds, masks and softmax after it read f32
+        # under mixed_bfloat16 the operands are read as bf16 (converted by a reorder when
+        # they are not) and run on the bf16 (AMX) matmul; a tensor times a weight writes
+        # bf16, two tensors' product is f32 (the masks and softmax after it read f32), the
+        # weight gradients are f32
         self.data_type = builder.data_type
         if self.weight is None:
             return self._forward_pair(builder, tensors, needed(need_input_grad, 2))
@@ -296,6 +310,15 @@ class BatchedMatmulOp(Op):
 
         return Tensor(output, tensors[0].data_format, backward_reads_memory=False), backward
 
+    def _ones(self, rows):
+        """A (1, rows) row of ones in the operands' type: the plan's own bytes, never pooled."""
+        ones = Memory(self._rows((1, rows)))
+        if self.data_type == dnnl.bf16:
+            ones.as_array(np.uint16)[:] = 0x3F80  # 1.0 in bfloat16
+        else:
+            ones.as_array()[:] = 1.0
+        return ones
+
     def _forward_weight(self, builder, x, need_input_grad):
         shape = keras_shape(x.dims, self.data_format)
         k, n = self._kernel_matrix
@@ -304,9 +327,16 @@ class BatchedMatmulOp(Op):
         a = self._plain(builder, x.memory, x.dims, f"{self.name} input")
         a2 = a.view(self._rows((rows, k)))
         w = builder.param(self.parameter_name, self._rows((k, n)))
-        out = builder.allocate(row_major(out_shape))
-        self._matmul(builder, a2, w, out.view(row_major((rows, n))) if out_shape != (rows, n)
-                     else out, f"{self.name} forward", False)
+        bias_name = None if self.bias is None else f"{self.name}/{self.bias}"
+        bias_shape = self.weight[1][self.contract:]  # Keras's bias shape, bytes seen (1, N)
+        bias = None if bias_name is None else builder.param(
+            bias_name, row_major(bias_shape)).view(row_major((1, n)))
+        # the product in the operands' type (bf16 under mixed_bfloat16, as Dense's inner
+        # product and Keras's compute dtype): the bias is added in f32 before the rounding
+        out = builder.allocate(self._rows(out_shape))
+        self._matmul(builder, a2, w, out.view(self._rows((rows, n)))
+                     if out_shape != (rows, n) else out, f"{self.name} forward", False,
+                     bias=bias)
         output = self._as_logical(builder, out, out_shape)
 
         def backward(output_grad):
@@ -317,6 +347,10 @@ class BatchedMatmulOp(Op):
                 grad_w = builder.param_grad(self.parameter_name, row_major((k, n)))
                 self._matmul(builder, a2.view(self._transposed((rows, k))), g2, grad_w,
                              f"{self.name} backward weights", True)
+            if bias_name is not None and builder.wants_grad(bias_name):  # db = 1ᵀ · dY
+                grad_b = builder.param_grad(bias_name, row_major(bias_shape))
+                self._matmul(builder, self._ones(rows), g2, grad_b.view(row_major((1, n))),
+                             f"{self.name} backward bias", True)
             if not need_input_grad:
                 return None
             grad = builder.allocate(self._rows(shape))  # dX = dY · Wᵀ

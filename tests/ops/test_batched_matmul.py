@@ -57,6 +57,37 @@ def test_tensor_times_kernel_over_several_axes(shape, kernel, contract):
     check_op(op, x, {"proj/kernel": w}, dy, reference, reference_grads=reference_grads)
 
 
+@pytest.mark.parametrize("shape, kernel, contract", [
+    ((2, 4, 5), (5, 2, 3), 1),      # MHA's projections with their (heads, key_dim) bias
+    ((2, 4, 2, 3), (2, 3, 5), 2),   # MHA's output projection with its (dim,) bias
+    ((3, 6), (6, 4), 1)])
+def test_tensor_times_kernel_plus_bias(shape, kernel, contract):
+    """The bias is the matmul's own argument (one value per output unit, Keras's shape of the
+    kernel's output axes); its gradient sums the output gradient over the free axes."""
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(shape), rng.standard_normal(kernel)
+    units = kernel[contract:]
+    b = rng.standard_normal(units)
+    dy = rng.standard_normal((*shape[:-contract], *units))
+    op = BatchedMatmulOp("proj", weight=("kernel", kernel), contract=contract, bias="bias")
+    assert op.parameter_dims(None)["bias"][0] == units
+
+    def reference(x, params):
+        return np.tensordot(x, params["proj/kernel"].reshape(kernel), axes=contract) \
+            + params["proj/bias"].reshape(units)
+
+    def reference_grads(x, params, dy):
+        k, n = int(np.prod(kernel[:contract])), int(np.prod(units))
+        w = params["proj/kernel"].reshape(k, n)
+        dw = x.reshape(-1, k).T @ dy.reshape(-1, n)
+        return (dy.reshape(-1, n) @ w.T).reshape(shape), {
+            "proj/kernel": dw.reshape(kernel),
+            "proj/bias": dy.reshape(-1, n).sum(axis=0).reshape(units)}
+
+    check_op(op, x, {"proj/kernel": w, "proj/bias": b}, dy, reference,
+             reference_grads=reference_grads)
+
+
 @pytest.mark.parametrize("a_shape, b_shape, transpose_b", [
     ((2, 3, 4), (2, 4, 5), False),     # bij,bjk->bik
     ((2, 3, 4), (2, 5, 4), True),      # bqd,bkd->bqk
@@ -124,5 +155,7 @@ def test_shapes_that_do_not_fit_are_refused():
         BatchedMatmulOp("proj", weight=("w", (5, 6)), scale=0.5)
     with pytest.raises(ValueError, match="permutes must be three permutations"):
         BatchedMatmulOp("heads", permutes=((1, 0, 2), None, None))
+    with pytest.raises(ValueError, match="bias applies with a weight only"):
+        BatchedMatmulOp("heads", bias="bias")
     with pytest.raises(ValueError, match="contract=3 must leave"):
         BatchedMatmulOp("proj", weight=("w", (2, 3, 4)), contract=3)

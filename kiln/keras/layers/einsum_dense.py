@@ -191,10 +191,15 @@ class EinsumDense(Layer):
         if len(inputs.shape) != self.input_rank:
             raise ValueError(f"{self.context}: expected an input of rank {self.input_rank} "
                              f"(as built), got shape {inputs.shape}")
+        # a bias over exactly the kernel's output axes (the projections' "de" of
+        # "abc,cde->abde") is the matmul's own bias argument; others are a broadcast add
+        fused_bias = self.bias is not None \
+            and tuple(self.bias.shape) == tuple(self.kernel.shape[self.contract:])
         op = BatchedMatmulOp(self.weight_prefix, inputs.data_format,
-                             weight=("kernel", self.kernel.shape), contract=self.contract)
+                             weight=("kernel", self.kernel.shape), contract=self.contract,
+                             bias="bias" if fused_bias else None)
         output = apply(op, inputs)
-        if self.bias is not None:
+        if self.bias is not None and not fused_bias:
             output = keras_ops.add(output, self.bias)
         if self.activation != "linear":
             output = apply(ActivationOp(f"{self.weight_prefix}/{self.activation}",
