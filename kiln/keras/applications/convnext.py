@@ -159,13 +159,5 @@ ConvNeXtLarge = _variant("large")
 ConvNeXtXLarge = _variant("xlarge")
 
 
-def preprocess_input(x, data_format=None):
-    """Returns `x` unchanged, as Keras: the preprocessing is part of the ConvNeXt models."""
-    return x
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input(None)
+decode_predictions = imagenet_utils.decode_predictions

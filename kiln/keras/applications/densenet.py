@@ -109,13 +109,5 @@ def DenseNet201(include_top=True, weights="imagenet", input_tensor=None,  # noqa
                     pooling, classes, classifier_activation, name)
 
 
-def preprocess_input(x, data_format=None):
-    """Torch mode: scaled to [0, 1], then normalized per channel by ImageNet's mean and std."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="torch")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input("torch")
+decode_predictions = imagenet_utils.decode_predictions

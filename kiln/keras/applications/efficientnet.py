@@ -187,14 +187,5 @@ EfficientNetB6 = _variant("b6")
 EfficientNetB7 = _variant("b7")
 
 
-def preprocess_input(x, data_format=None):
-    """Returns x unchanged: EfficientNet's preprocessing is part of the model."""
-    del data_format
-    return x
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input(None)
+decode_predictions = imagenet_utils.decode_predictions

@@ -94,6 +94,31 @@ def _preprocess_tensor(x, data_format, mode):
     return x
 
 
+_MODE_DOCS = {
+    "caffe": "Caffe mode: RGB to BGR, each channel zero-centered by ImageNet's means, no scaling.",
+    "tf": "tf mode: pixels scaled to [-1, 1].",
+    "torch": "Torch mode: scaled to [0, 1], then normalized per channel by ImageNet's mean "
+             "and std.",
+    None: "Returns x unchanged, as Keras: the preprocessing is part of the model.",
+}
+
+
+def module_preprocess_input(mode):
+    """An application module's `preprocess_input(x, data_format=None)`, as Keras's modules
+    define it: this module's preprocess_input in `mode` ('caffe', 'tf', 'torch'), or the
+    identity (None) where the model preprocesses its own inputs."""
+    to_mode = preprocess_input
+
+    def module_preprocess(x, data_format=None):
+        if mode is None:
+            return x
+        return to_mode(x, data_format=data_format, mode=mode)
+
+    module_preprocess.__name__ = module_preprocess.__qualname__ = "preprocess_input"
+    module_preprocess.__doc__ = _MODE_DOCS[mode]
+    return module_preprocess
+
+
 def decode_predictions(preds, top=5):
     """The `top` classes of each prediction of a batch of shape (samples, 1000): one list of
     (class_name, class_description, score) per sample, best first. The class index is Keras's

@@ -109,13 +109,5 @@ def _depthwise_conv_block(inputs, pointwise_conv_filters, alpha, depth_multiplie
     return layers.ReLU(6.0, name=f"conv_pw_{block_id}_relu")(x)
 
 
-def preprocess_input(x, data_format=None):
-    """tf mode: pixels scaled to [-1, 1]."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="tf")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input("tf")
+decode_predictions = imagenet_utils.decode_predictions

@@ -122,13 +122,5 @@ def _make_divisible(v, divisor, min_value=None):
     return new_v
 
 
-def preprocess_input(x, data_format=None):
-    """tf mode: pixels scaled to [-1, 1]."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="tf")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input("tf")
+decode_predictions = imagenet_utils.decode_predictions

@@ -224,14 +224,5 @@ def _inverted_res_block(x, expansion, filters, kernel_size, stride, se_ratio, ac
     return x
 
 
-def preprocess_input(x, data_format=None):
-    """Returns x unchanged: MobileNetV3's preprocessing (a Rescaling) is part of the model."""
-    del data_format
-    return x
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input(None)
+decode_predictions = imagenet_utils.decode_predictions

@@ -53,13 +53,5 @@ def VGG16(include_top=True, weights="imagenet", input_tensor=None, input_shape=N
                classes, classifier_activation, name)
 
 
-def preprocess_input(x, data_format=None):
-    """Caffe mode: RGB to BGR, each channel zero-centered by ImageNet's means, no scaling."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="caffe")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input("caffe")
+decode_predictions = imagenet_utils.decode_predictions

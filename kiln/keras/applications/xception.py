@@ -97,13 +97,5 @@ def pooled_top(x, include_top, pooling, classes, classifier_activation, weights)
     return x
 
 
-def preprocess_input(x, data_format=None):
-    """Tf mode: scaled to [-1, 1]."""
-    return imagenet_utils.preprocess_input(x, data_format=data_format, mode="tf")
-
-
-def decode_predictions(preds, top=5):
-    return imagenet_utils.decode_predictions(preds, top=top)
-
-
-decode_predictions.__doc__ = imagenet_utils.decode_predictions.__doc__
+preprocess_input = imagenet_utils.module_preprocess_input("tf")
+decode_predictions = imagenet_utils.decode_predictions
