@@ -513,12 +513,6 @@ def test_numpy_integer_sizes_are_accepted():
     assert dense.units == 3 and conv.filters == 2 and conv.kernel_size == (3, 3)
 
 
-def test_dense_on_4d_input_without_flatten():
-    # a Sequential model with an input shape builds at once (Keras 3): the error comes there
-    with pytest.raises(ValueError, match=r"Dense 'd_4d'.*2D input.*\(None, 3, 3, 4\).*Flatten"):
-        keras.Sequential([Conv2D(4, 3, input_shape=(5, 5, 2)), Dense(3, name="d_4d")])
-
-
 def test_input_smaller_than_kernel_names_layer():
     # built at construction, as Keras 3 builds a Sequential model with an input shape
     with pytest.raises(ValueError, match=r"Conv2D 'c_small'.*3x3.*kernel_size"):

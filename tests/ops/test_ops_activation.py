@@ -95,8 +95,17 @@ def test_unknown_activation_is_rejected():
         ActivationOp("a", "sparsemax")
 
 
-def test_softmax_after_flatten_is_rejected():
+def test_softmax_after_flatten_runs_on_the_feature_matrix():
+    """A softmax over a Flatten of a 4D tensor (MobileNetV3's top): over the (N, H*W*C)
+    features in Keras's order, the gradient back through the same reorder."""
     from kiln.ops.flatten import FlattenOp
-    x = np.zeros((2, 3, 4, 5), np.float32)
-    with pytest.raises(ValueError, match="softmax over a flattened"):
-        OpHarness([FlattenOp("f"), ActivationOp("s", "softmax")], x)
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2, 3, 4, 5)).astype(np.float32)
+    dy = rng.normal(size=(2, 60)).astype(np.float32)
+    result, _ = run_ops([FlattenOp("f"), ActivationOp("s", "softmax")], x, {}, dy)
+    probabilities = activation_forward("softmax", x.reshape(2, 60).astype(np.float64))
+    np.testing.assert_allclose(result.output, probabilities, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(
+        result.input_grad,
+        activation_backward("softmax", probabilities, dy.astype(np.float64)).reshape(x.shape),
+        rtol=1e-4, atol=1e-7)
