@@ -12,7 +12,7 @@ both sides); EfficientNetB0 itself (with the Dropout layers) is compared in stru
 
 import numpy as np
 import pytest
-from applications_helpers import build_both, images
+from applications_helpers import build_both, images, weights_files_both_ways
 from keras_oracle import RTOL, assert_outputs_close
 
 from kiln import keras as kk
@@ -87,25 +87,10 @@ def test_weights_files_predictions_and_a_training_step(name, fast_keras_init, tm
     keras = fast_keras_init
     size, module = CASES[name]
     kiln_model, keras_model = build_both(keras, application(name, size))
-    kiln_file, keras_file = tmp_path / "kiln.weights.h5", tmp_path / "keras.weights.h5"
-    kiln_initial = kiln_model.get_weights()
-    kiln_model.save_weights(kiln_file)
-    keras_model.save_weights(keras_file)
-
-    # Keras's file into kiln: the same values, then the same predictions
-    kiln_model.load_weights(keras_file)
-    for weight, value, expected in zip(kiln_model.weights, kiln_model.get_weights(),
-                                       keras_model.get_weights(), strict=True):
-        np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from Keras")
     x = getattr(kk.applications, module).preprocess_input(images(4, size))
-    assert_outputs_close(kiln_model.predict(x, batch_size=4),
-                         keras_model.predict(x, batch_size=4, verbose=0), "predict")
-
-    # kiln's file into Keras: kiln's values
-    keras_model.load_weights(kiln_file)
-    for weight, value, expected in zip(kiln_model.weights, keras_model.get_weights(),
-                                       kiln_initial, strict=True):
-        np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from kiln")
+    kiln_initial = weights_files_both_ways(
+        kiln_model, keras_model, tmp_path, x,
+        lambda ours, theirs: assert_outputs_close(ours, theirs, "predict"))
 
     # one SGD step from kiln's initial weights, BatchNormalization in training mode
     kiln_model.set_weights(kiln_initial)

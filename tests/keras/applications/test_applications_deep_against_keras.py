@@ -9,7 +9,7 @@ predict and train dominated these tests' time."""
 
 import numpy as np
 import pytest
-from applications_helpers import build_both, images
+from applications_helpers import build_both, images, weights_files_both_ways
 from keras_oracle import RTOL, assert_outputs_close
 from test_applications_against_keras import assert_step_close
 
@@ -65,23 +65,10 @@ def test_weights_files_both_ways_and_predictions(name, fast_keras_init, tmp_path
     keras = fast_keras_init
     build, size, module, train = CASES[name]
     kiln_model, keras_model = build_both(keras, build)
-    kiln_file, keras_file = tmp_path / "kiln.weights.h5", tmp_path / "keras.weights.h5"
-    kiln_initial = kiln_model.get_weights()
-    kiln_model.save_weights(kiln_file)
-    keras_model.save_weights(keras_file)
-
-    kiln_model.load_weights(keras_file)
-    for weight, value, expected in zip(kiln_model.weights, kiln_model.get_weights(),
-                                       keras_model.get_weights(), strict=True):
-        np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from Keras")
     x = getattr(kk.applications, module).preprocess_input(images(2, size))
-    assert_outputs_close(kiln_model.predict(x, batch_size=2),
-                         keras_model.predict(x, batch_size=2, verbose=0), "predict")
-
-    keras_model.load_weights(kiln_file)
-    for weight, value, expected in zip(kiln_model.weights, keras_model.get_weights(),
-                                       kiln_initial, strict=True):
-        np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from kiln")
+    kiln_initial = weights_files_both_ways(
+        kiln_model, keras_model, tmp_path, x,
+        lambda ours, theirs: assert_outputs_close(ours, theirs, "predict"))
 
     if train:
         one_sgd_step_as_keras(keras, name, kiln_model, keras_model, kiln_initial, x)

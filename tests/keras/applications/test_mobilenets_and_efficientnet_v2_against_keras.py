@@ -14,7 +14,7 @@ import hashlib
 
 import numpy as np
 import pytest
-from applications_helpers import build_both, images
+from applications_helpers import build_both, images, weights_files_both_ways
 from test_applications_against_keras import assert_step_close
 
 import kiln.keras.applications.efficientnet_v2
@@ -62,31 +62,14 @@ def test_weights_files_both_ways_and_predictions(name, fast_keras_init, tmp_path
 
     kiln_model, keras_model = build_both(keras, build)
     assert tuple(kiln_model.input.shape) == tuple(keras_model.input.shape)
-    kiln_file, keras_file = tmp_path / "kiln.weights.h5", tmp_path / "keras.weights.h5"
-    kiln_initial = kiln_model.get_weights()
-    kiln_model.save_weights(kiln_file)
-    keras_model.save_weights(keras_file)
-
-    # Keras's file into kiln: the same values, then the same predictions
-    kiln_model.load_weights(keras_file)
-    for weight, value, expected in zip(kiln_model.weights, kiln_model.get_weights(),
-                                       keras_model.get_weights(), strict=True):
-        np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from Keras")
     x = getattr(kk.applications, module).preprocess_input(images(2, 32))
-    assert_logits_close(kiln_model.predict(x, batch_size=2),
-                        keras_model.predict(x, batch_size=2, verbose=0))
-
-    # kiln's file into Keras: kiln's values
-    keras_model.load_weights(kiln_file)
-    for weight, value, expected in zip(kiln_model.weights, keras_model.get_weights(),
-                                       kiln_initial, strict=True):
-        np.testing.assert_array_equal(value, expected, err_msg=f"{weight.path} from kiln")
+    kiln_initial = weights_files_both_ways(kiln_model, keras_model, tmp_path, x,
+                                           assert_logits_close)
 
     if name == "MobileNetV3Small":
         # one SGD step from kiln's initial weights, BatchNormalization in training mode:
         # the backward of hard-swish, of the hard sigmoid's ops, of the squeeze-excite
         # Multiply and of the Flatten at the top
-        kiln_model.load_weights(kiln_file)
         y = np.eye(10, dtype=np.float32)[np.random.default_rng(1).integers(0, 10, len(x))]
         losses = []
         for K, model in ((kk, kiln_model), (keras, keras_model)):
