@@ -5,9 +5,12 @@ On a sequence (N, T, C) it applies to the last axis, as Keras: the same inner pr
 the last axis Keras shows (C for channels_last, as a 1x1 convolution; W for channels_first):
 the (N*H*W, C) view of its nhwc bytes (ConvNeXt's pointwise Dense layers).
 
-A DenseOp after FlattenOp reads the 4D blocked activation directly with 4D weights (units, C, H, W);
-its Keras kernel (features, units) maps onto them with a tag that encodes the flattened feature
-order, (H, W, C) in both data formats as Keras flattens. So FlattenOp costs nothing.
+A DenseOp after FlattenOp reads the (N, H*W*C) matrix view of the activation's nhwc bytes:
+Keras flattens in (H, W, C) order in both data formats, so that view is the Keras matrix and
+the Keras kernel (features, units) is the plain (units, features) weights in tag ba. When the
+activation is already nhwc (bf16 models on AMX, pooling after a channels_last convolution) the
+view is free; otherwise one reorder makes it. oneDNN runs its brgemm (AMX in bf16) inner
+product on the 2D view, only a jit gemm on a 4D blocked input (docs/performance.md).
 """
 
 import numpy as np
@@ -62,9 +65,10 @@ class DenseOp(Op):
             features = keras_shape(input_dims, self.image_format)[-1]
             dims = {self.kernel_name: ((self.units, features), dnnl.ba)}
         else:
-            # Keras flattens (H, W, C) in both data formats: rows of the Keras kernel are
-            # (h, w, c)-ordered, i.e. the logical (units, C, H, W) weights in tag cdba
-            dims = {self.kernel_name: ((self.units, *input_dims[1:]), dnnl.cdba)}
+            # after Flatten: rows of the Keras kernel are (h, w, c)-ordered, as the rows of
+            # the nhwc matrix view forward() reads
+            features = int(np.prod(input_dims[1:]))
+            dims = {self.kernel_name: ((self.units, features), dnnl.ba)}
         if self.use_bias:
             dims["bias"] = ((self.units,), dnnl.a)
         return dims
@@ -73,7 +77,9 @@ class DenseOp(Op):
         if len(x.dims) == 3 or (len(x.dims) == 4 and not x.flattened
                                 and self.image_format is not None):
             return self._forward_sequence(builder, x, need_input_grad)
-        if len(x.dims) == 4 and not x.flattened:
+        if len(x.dims) == 4 and x.flattened:
+            return self._forward_flattened(builder, x, need_input_grad)
+        if len(x.dims) == 4:
             raise ValueError(f"Dense '{self.name}': expected a 2D input (batch, features), got "
                              f"shape {x.keras_shape}; add a Flatten layer before it")
         dt = builder.data_type
@@ -160,4 +166,28 @@ class DenseOp(Op):
 
         result = Tensor(output, x.data_format, activation=self.activation,
                         backward_reads_memory=False)
+        return result, backward
+
+    def _forward_flattened(self, builder, x, need_input_grad):
+        """Dense after Flatten: the inner product of the (N, H*W*C) view of the input's nhwc
+        bytes (one reorder into nhwc unless it is nhwc already); the (N, features) input
+        gradient handed back as the same bytes viewed as nhwc, which the producer reorders
+        like any gradient."""
+        n, *image = x.dims
+        data_type = x.memory.desc.data_type
+        nhwc = MemoryDesc.with_tag(x.dims, data_type, dnnl.acdb)
+        image_order = builder.reorder(x.memory, nhwc, f"{self.name} input to (h, w, c) order")
+        matrix_desc = MemoryDesc.with_tag((n, int(np.prod(image))), data_type, dnnl.ab)
+        matrix = Tensor(image_order.view(matrix_desc), x.data_format)
+        result, matrix_backward = self.forward(builder, matrix, need_input_grad)
+
+        def backward(output_grad):
+            grad = matrix_backward(output_grad)
+            if grad is None:
+                return None
+            plain = builder.reorder(grad, MemoryDesc.with_tag(matrix_desc.dims,
+                                                              grad.desc.data_type, dnnl.ab),
+                                    f"{self.name} input gradient to plain", backward=True)
+            return plain.view(MemoryDesc.with_tag(x.dims, plain.desc.data_type, dnnl.acdb))
+
         return result, backward

@@ -1,6 +1,6 @@
-"""FlattenOp: free. The 4D memory stays in its blocked layout; only the Keras view becomes
-(N, features). A following DenseOp reads the 4D memory directly with 4D weights whose Keras
-layout encodes the feature order, so no reorder is needed on either pass."""
+"""FlattenOp: free. The 4D memory stays in its layout; only the Keras view becomes
+(N, features). A following DenseOp reads the (N, H*W*C) view of the nhwc bytes, Keras's
+feature order (ops/dense.py): free when the memory is nhwc, one reorder otherwise."""
 
 import numpy as np
 
