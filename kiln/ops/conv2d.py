@@ -9,7 +9,7 @@ it with its own depthwise kernels (jit_dw / brdgmm_dw), so it needs no op of its
 """
 
 from ..binding import constants as dnnl
-from ..binding.library import lib
+from ..binding.library import cpu_has, lib
 from ..binding.memory import MemoryDesc
 from ..binding.post_ops import NONE, accumulate, binary
 from ..binding.primitive import post_op_arg
@@ -47,6 +47,14 @@ PIN_BACKWARD_DATA_LAYOUT = True
 # faster for one channel (0.66 vs 1.16 ms) (docs/performance.md, 'Decisions and their
 # measurements').
 OWN_LAYOUT_BACKWARD_WEIGHTS_CHANNELS = 16
+# Under bf16 on AMX, oneDNN's AMX convolutions read and write nhwc. A convolution it has no AMX
+# kernel for (one input channel: mnist_cnn's first layer) picks a blocked output, which the
+# next convolution reorders to nhwc in forward and its gradient twice in backward (to the
+# blocked layout for the activation's derivative, back to nhwc for backward-weights). Such a
+# convolution writes nhwc instead when oneDNN has a real kernel for it: mnist_cnn's first
+# layer, per 16 images, 0.56 -> 0.32 ms for forward, backward-weights and those reorders
+# (docs/performance.md, 'Decisions and their measurements').
+NHWC_OUTPUT_UNDER_AMX = True
 
 
 def dilated_kernel(kernel, dilation):
@@ -229,7 +237,8 @@ class Conv2DOp(Op):
                                          residual_memory.desc),
                          lambda: forward(NONE))
         else:
-            fwd = forward(post_ops(activation))
+            fwd = self._nhwc_under_amx(builder, x.dims, forward(post_ops(activation)),
+                                       lambda dst: forward(post_ops(activation), dst))
         separate_add = residual is not None and fwd.pd.key == forward(NONE).pd.key
 
         src_for_weights, dst_for_weights = self._backward_weights_descs(
@@ -297,6 +306,18 @@ class Conv2DOp(Op):
             return MemoryDesc.any(input_dims, data_type), MemoryDesc.any(output_dims, data_type)
         return (MemoryDesc.with_tag(input_dims, data_type, self.activation_tag),
                 MemoryDesc.with_tag(output_dims, data_type, self.activation_tag))
+
+    def _nhwc_under_amx(self, builder, input_dims, fwd, forward_into):
+        """`fwd`, or the same convolution writing nhwc (`forward_into(nhwc)`) when it would
+        write a blocked layout in a bf16 plan on AMX (see NHWC_OUTPUT_UNDER_AMX)."""
+        if (not NHWC_OUTPUT_UNDER_AMX or builder.data_type != dnnl.bf16
+                or self.activation_tag is not None or self.groups != 1
+                or not cpu_has(dnnl.cpu_isa_avx512_core_amx)):
+            return fwd
+        nhwc = MemoryDesc.with_tag(self.output_dims(input_dims), builder.data_type, dnnl.acdb)
+        if fwd.pd.md(dnnl.query_dst_md) == nhwc:
+            return fwd
+        return prefer(lambda: forward_into(nhwc), lambda: fwd)
 
     def _backward_weights_descs(self, input_dims, data_type, src, dst):
         """(src, diff_dst) descriptors of backward-weights: the activations' own, or oneDNN's

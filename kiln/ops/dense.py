@@ -5,12 +5,17 @@ On a sequence (N, T, C) it applies to the last axis, as Keras: the same inner pr
 the last axis Keras shows (C for channels_last, as a 1x1 convolution; W for channels_first):
 the (N*H*W, C) view of its nhwc bytes (ConvNeXt's pointwise Dense layers).
 
-A DenseOp after FlattenOp reads the (N, H*W*C) matrix view of the activation's nhwc bytes:
-Keras flattens in (H, W, C) order in both data formats, so that view is the Keras matrix and
-the Keras kernel (features, units) is the plain (units, features) weights in tag ba. When the
-activation is already nhwc (bf16 models on AMX, pooling after a channels_last convolution) the
-view is free; otherwise one reorder makes it. oneDNN runs its brgemm (AMX in bf16) inner
-product on the 2D view, only a jit gemm on a 4D blocked input (docs/performance.md).
+A DenseOp after FlattenOp reads the flattened activation in one of two ways, both in Keras's
+feature order, (H, W, C) in both data formats:
+- `flattened_as_matrix` (bf16 layers): the (N, H*W*C) matrix view of the activation's nhwc
+  bytes (free when it is nhwc, as under AMX; one reorder otherwise), with the Keras kernel
+  as the plain (units, features) weights. oneDNN runs its brgemm (AMX) inner product there,
+  only a jit gemm on a 4D input: mnist_cnn's Dense(128) in bf16, per step, forward 0.41 ->
+  0.15 ms, backward-weights 1.55 -> 1.13, backward-data 1.35 -> 0.42 (docs/performance.md).
+- otherwise (f32): the 4D activation in its own (blocked) layout with 4D weights (units, C, H,
+  W) whose tag cdba encodes the flattened order, so FlattenOp costs nothing. In f32 oneDNN's
+  jit gemm on the blocked input beats its brgemm on the matrix view plus the reorder into
+  nhwc (the same Dense: 6.1 against 8.9 ms for the three passes).
 """
 
 import numpy as np
@@ -29,23 +34,26 @@ class DenseOp(Op):
     kernel_name (the kernel parameter is "<name>/<kernel_name>": a custom layer's
     `keras.ops.matmul(x, self.w)` reads its weight 'w'), image_format (the data format of a
     4D input that is not flattened: the op applies to its last Keras axis; None: a 4D input
-    must come flattened)."""
+    must come flattened), flattened_as_matrix (after Flatten: read the (N, H*W*C) matrix view
+    of the nhwc bytes with 2D weights, else the 4D input with 4D weights; see above)."""
 
     def __init__(self, name, units, activation=None, use_bias=True, kernel_name="kernel",
-                 image_format=None):
+                 image_format=None, flattened_as_matrix=False):
         self.name = name
         self.units = units
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_name = kernel_name
         self.image_format = image_format
+        self.flattened_as_matrix = flattened_as_matrix
 
     def replace(self, **changes):
         """A new DenseOp with `changes` to the arguments (a fused activation); this one is left
         as it is."""
         arguments = {"name": self.name, "units": self.units, "activation": self.activation,
                      "use_bias": self.use_bias, "kernel_name": self.kernel_name,
-                     "image_format": self.image_format}
+                     "image_format": self.image_format,
+                     "flattened_as_matrix": self.flattened_as_matrix}
         return DenseOp(**{**arguments, **changes})
 
     def output_dims(self, input_dims):
@@ -64,11 +72,15 @@ class DenseOp(Op):
         elif self.image_format is not None:
             features = keras_shape(input_dims, self.image_format)[-1]
             dims = {self.kernel_name: ((self.units, features), dnnl.ba)}
-        else:
-            # after Flatten: rows of the Keras kernel are (h, w, c)-ordered, as the rows of
-            # the nhwc matrix view forward() reads
+        elif self.flattened_as_matrix:
+            # rows of the Keras kernel are (h, w, c)-ordered, as the rows of the nhwc matrix
+            # view forward() reads
             features = int(np.prod(input_dims[1:]))
             dims = {self.kernel_name: ((self.units, features), dnnl.ba)}
+        else:
+            # Keras flattens (H, W, C) in both data formats: rows of the Keras kernel are
+            # (h, w, c)-ordered, i.e. the logical (units, C, H, W) weights in tag cdba
+            dims = {self.kernel_name: ((self.units, *input_dims[1:]), dnnl.cdba)}
         if self.use_bias:
             dims["bias"] = ((self.units,), dnnl.a)
         return dims
@@ -77,9 +89,9 @@ class DenseOp(Op):
         if len(x.dims) == 3 or (len(x.dims) == 4 and not x.flattened
                                 and self.image_format is not None):
             return self._forward_sequence(builder, x, need_input_grad)
-        if len(x.dims) == 4 and x.flattened:
+        if len(x.dims) == 4 and x.flattened and self.flattened_as_matrix:
             return self._forward_flattened(builder, x, need_input_grad)
-        if len(x.dims) == 4:
+        if len(x.dims) == 4 and not x.flattened:
             raise ValueError(f"Dense '{self.name}': expected a 2D input (batch, features), got "
                              f"shape {x.keras_shape}; add a Flatten layer before it")
         dt = builder.data_type

@@ -58,21 +58,27 @@ def reference_fns(activation, use_bias, data_format=CHANNELS_LAST):
 @pytest.mark.parametrize("data_format", FORMATS)
 @pytest.mark.parametrize("activation,use_bias", [(None, True), ("tanh", True),
                                                  ("sigmoid", False)])
-def test_flatten_dense_4d_input(activation, use_bias, data_format):
+@pytest.mark.parametrize("as_matrix", [False, True], ids=["4d", "matrix"])
+def test_flatten_dense_4d_input(activation, use_bias, data_format, as_matrix):
     """DenseOp(FlattenOp(x)) == x.reshape(N, -1) @ W (+ b) with x and W in Keras layout: the
     flattened feature order is (H, W, C) in both formats, as Keras flattens."""
     x, params, dy, units = dense_case(activation, use_bias, data_format)
     reference, reference_grads = reference_fns(activation, use_bias, data_format)
-    ops = [FlattenOp("flatten"), DenseOp("dense", units, activation, use_bias)]
+    ops = [FlattenOp("flatten"), DenseOp("dense", units, activation, use_bias,
+                                         flattened_as_matrix=as_matrix)]
     result, harness = check_op(ops, x, params, dy, reference, data_format, reference_grads,
                                rtol=1e-5, atol=1e-5, grad_rtol=1e-5, grad_atol=1e-5,
                                eps=1e-2, entries=5)
-    # the inner product reads the (N, H*W*C) view of nhwc bytes: free for an nhwc input,
-    # one reorder into (h, w, c) order for an nchw one
     activation_reorders = [label for label in harness.builder.reorder_labels
                            if not label.endswith("to layout")]
-    expected = [] if data_format == CHANNELS_LAST else ["dense input to (h, w, c) order"]
+    # 4D: Flatten is free, no reorder of the activation on either pass; matrix: the view of
+    # nhwc bytes is free for an nhwc input, one reorder into (h, w, c) order for an nchw one
+    expected = ["dense input to (h, w, c) order"] if (
+        as_matrix and data_format == CHANNELS_FIRST) else []
     assert activation_reorders == expected
+    forward = next(call for call in harness.builder.forward_calls
+                   if call.label == "dense forward")
+    assert len(forward.args[dnnl.ARG_SRC].desc.dims) == (2 if as_matrix else 4)
 
 
 @pytest.mark.parametrize("data_format", FORMATS)
@@ -91,9 +97,10 @@ def test_dense_after_flatten_kernel_round_trips_in_keras_layout(data_format):
 
 
 @pytest.mark.parametrize("data_format", FORMATS)
-def test_conv_flatten_dense_blocked_input(data_format):
-    """DenseOp reads the conv's output through FlattenOp as the (N, H*W*C) matrix of its nhwc
-    bytes: at most one reorder of the activation into (h, w, c) order, none of the kernel."""
+@pytest.mark.parametrize("as_matrix", [False, True], ids=["4d", "matrix"])
+def test_conv_flatten_dense_blocked_input(data_format, as_matrix):
+    """DenseOp reads the conv's (blocked) output through FlattenOp with 4D weights, or as the
+    matrix of its nhwc bytes (one reorder)."""
     rng = np.random.default_rng(9)
     shape = (3, 6, 5, 2) if data_format == CHANNELS_LAST else (3, 2, 6, 5)
     x = rng.normal(size=shape).astype(np.float32)
@@ -102,7 +109,7 @@ def test_conv_flatten_dense_blocked_input(data_format):
               "dense/kernel": rng.normal(0, 0.1, size=(4 * 3 * 16, 7)).astype(np.float32),
               "dense/bias": rng.normal(0, 0.1, size=7).astype(np.float32)}
     ops = [Conv2DOp("conv", 16, (3, 3), activation="tanh"), FlattenOp("flatten"),
-           DenseOp("dense", 7, activation="sigmoid")]
+           DenseOp("dense", 7, activation="sigmoid", flattened_as_matrix=as_matrix)]
 
     def reference(x64, p64):
         y = conv2d_reference(x64, p64["conv/kernel"], p64["conv/bias"], activation="tanh",
@@ -114,8 +121,8 @@ def test_conv_flatten_dense_blocked_input(data_format):
     result, harness = check_op(ops, x, params, dy, reference, data_format, rtol=1e-4,
                                atol=1e-5, eps=1e-2, entries=3)
     assert not any("flatten" in label for label in harness.builder.reorder_labels)
-    assert [label for label in harness.builder.reorder_labels
-            if label.startswith("dense input")] in ([], ["dense input to (h, w, c) order"])
+    assert as_matrix or not any("dense input" in label
+                                for label in harness.builder.reorder_labels)
 
 
 @pytest.mark.parametrize("activation", [None, "linear", "relu", "tanh", "sigmoid"])
@@ -180,7 +187,12 @@ def test_flatten_shapes():
 def test_dense_parameter_dims_tags():
     dense = DenseOp("d", 7)
     assert dense.parameter_dims((2, 10)) == {"kernel": ((7, 10), dnnl.ba), "bias": ((7,), dnnl.a)}
-    # after Flatten: the (units, features) matrix whose rows the Keras kernel holds in (H, W,
-    # C) order in both formats, as Keras flattens; forward reads the nhwc bytes in that order
-    assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_LAST)["kernel"] == ((7, 60), dnnl.ba)
-    assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_FIRST)["kernel"] == ((7, 60), dnnl.ba)
+    assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_LAST)["kernel"] == ((7, 3, 4, 5),
+                                                                          dnnl.cdba)
+    # the same (H, W, C) row order in both formats, as Keras flattens
+    assert dense.parameter_dims((2, 3, 4, 5), CHANNELS_FIRST)["kernel"] == ((7, 3, 4, 5),
+                                                                           dnnl.cdba)
+    # as a matrix: the plain (units, H*W*C) weights, rows in the same (H, W, C) order
+    matrix = DenseOp("d", 7, flattened_as_matrix=True)
+    for data_format in (CHANNELS_LAST, CHANNELS_FIRST):
+        assert matrix.parameter_dims((2, 3, 4, 5), data_format)["kernel"] == ((7, 60), dnnl.ba)

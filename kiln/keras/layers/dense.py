@@ -54,6 +54,10 @@ class Dense(Layer):
         x = self._input_tensor
         if len(input_shape) == 4 and not x.flattened:  # per position, on the last axis
             self.op.image_format = x.data_format
+        # after Flatten, bf16 reads the matrix view, f32 the 4D input (ops/dense.py)
+        from ..mixed_precision import Policy
+
+        self.op.flattened_as_matrix = Policy(self.policy_name).compute_dtype == "bfloat16"
         dims = self.op.parameter_dims(x.dims, x.data_format)
         self.add_kernel_and_bias((input_shape[-1], self.units), dims)
 
