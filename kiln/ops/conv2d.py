@@ -51,9 +51,8 @@ OWN_LAYOUT_BACKWARD_WEIGHTS_CHANNELS = 16
 # kernel for (one input channel: mnist_cnn's first layer) picks a blocked output, which the
 # next convolution reorders to nhwc in forward and its gradient twice in backward (to the
 # blocked layout for the activation's derivative, back to nhwc for backward-weights). Such a
-# convolution writes nhwc instead when oneDNN has a real kernel for it: mnist_cnn's first
-# layer, per 16 images, 0.56 -> 0.32 ms for forward, backward-weights and those reorders
-# (docs/performance.md, 'Decisions and their measurements').
+# convolution writes nhwc instead when oneDNN has a real kernel for it (docs/performance.md,
+# 'Decisions and their measurements').
 NHWC_OUTPUT_UNDER_AMX = True
 
 

@@ -10,12 +10,11 @@ feature order, (H, W, C) in both data formats:
 - `flattened_as_matrix` (bf16 layers): the (N, H*W*C) matrix view of the activation's nhwc
   bytes (free when it is nhwc, as under AMX; one reorder otherwise), with the Keras kernel
   as the plain (units, features) weights. oneDNN runs its brgemm (AMX) inner product there,
-  only a jit gemm on a 4D input: mnist_cnn's Dense(128) in bf16, per step, forward 0.41 ->
-  0.15 ms, backward-weights 1.55 -> 1.13, backward-data 1.35 -> 0.42 (docs/performance.md).
+  only a jit gemm on a 4D input.
 - otherwise (f32): the 4D activation in its own (blocked) layout with 4D weights (units, C, H,
   W) whose tag cdba encodes the flattened order, so FlattenOp costs nothing. In f32 oneDNN's
   jit gemm on the blocked input beats its brgemm on the matrix view plus the reorder into
-  nhwc (the same Dense: 6.1 against 8.9 ms for the three passes).
+  nhwc (docs/performance.md, 'Decisions and their measurements').
 """
 
 import numpy as np
