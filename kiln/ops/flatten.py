@@ -1,6 +1,7 @@
 """FlattenOp: free. The 4D memory stays in its layout; only the Keras view becomes
-(N, features). A following DenseOp reads the (N, H*W*C) view of the nhwc bytes, Keras's
-feature order (ops/dense.py): free when the memory is nhwc, one reorder otherwise."""
+(N, features). A following DenseOp reads it in Keras's (H, W, C) feature order (ops/dense.py):
+in f32 the 4D memory directly with 4D weights whose tag encodes that order, in bf16 the (N,
+H*W*C) view of its nhwc bytes (free when the memory is nhwc, one reorder otherwise)."""
 
 import numpy as np
 
