@@ -8,8 +8,10 @@ oneDNN has no random numbers: numba kernels draw them from a counter-based hash 
 index and a per-step salt (as dropout.py), so no generator state is kept per thread, the
 draws do not depend on the layout or on the thread count, and a backward can draw the same
 numbers again instead of keeping them. SpatialDropout2DOp draws one mask value per (image,
-channel), BroadcastDropoutOp one per entry of its mask dims, and both apply it with oneDNN's
-broadcasting binary mul, in any layout, both ways.
+channel), BroadcastDropoutOp one per entry of its mask dims; SpatialDropout2DOp applies it with
+oneDNN's broadcasting binary mul, in any layout, both ways, and BroadcastDropoutOp with
+outer_scale's kernel where the mask varies along the layout's outermost axes (whole samples,
+in every layout: oneDNN runs its reference kernel there), else as SpatialDropout2DOp.
 """
 
 import numpy as np
@@ -20,6 +22,7 @@ from ..binding.memory import MemoryDesc
 from .base import Op
 from .dropout import _mix64, keep_threshold, step_salt
 from .numba_config import PARALLEL, SERIAL, njit, prange
+from .outer_scale import outer_run, outer_scale_call
 
 TWO_PI = np.float32(2.0 * np.pi)
 PLAIN_TAGS = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd, 5: dnnl.abcde}
@@ -205,3 +208,35 @@ class BroadcastDropoutOp(SpatialDropout2DOp):
             raise ValueError(f"Dropout '{self.name}': noise_shape on an input flattened from "
                              f"4D is not supported, got shape {x.keras_shape}")
         return tuple(d if i in self.mask_axes else 1 for i, d in enumerate(x.dims))
+
+    def forward(self, builder, x, need_input_grad=True):
+        """The mask as SpatialDropout2DOp draws it; applied by outer_scale's kernel (f32 or
+        bf16) when its varying axes are the layout's outermost (whole samples: always),
+        else by oneDNN's broadcasting binary mul (float32)."""
+        if not builder.training or self.rate == 0:
+            return x, lambda output_grad: output_grad
+        dims = self.mask_dims(x)
+        desc = x.memory.desc
+        inner = outer_run(desc, x.dims, self.mask_axes)
+        if inner is None:
+            return super().forward(builder, x, need_input_grad)
+        mask_desc = MemoryDesc.with_tag(dims, dnnl.f32, PLAIN_TAGS[len(dims)])
+        mask = builder.keep(builder.allocate(mask_desc))
+        builder.add_forward(builder.memory_kernel(
+            channel_mask_kernel, (mask, keep_threshold(self.rate),
+                                  np.float32(1.0 / (1.0 - self.rate)), self.counter),
+            f"{self.name} mask"))
+        output = builder.allocate(desc)
+        builder.add_forward(outer_scale_call(builder, x.memory, output, mask, inner,
+                                             f"{self.name} forward"))
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
+            input_grad = grad if builder.writable(grad) else builder.allocate(desc)
+            builder.add_backward(outer_scale_call(builder, grad, input_grad, mask, inner,
+                                                  f"{self.name} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward
