@@ -15,6 +15,7 @@ from ..binding.post_ops import NONE, accumulate, binary
 from ..binding.primitive import post_op_arg
 from .base import Op
 from .conv_family import CONVOLUTION, Pass, Primitives
+from .depthwise_weights import plan_depthwise_weights, worth_replacing
 from .eltwise import post_ops
 from .layout_preference import prefer
 from .merge import add_binary
@@ -242,6 +243,7 @@ class Conv2DOp(Op):
         steps = Pass(builder, self.name, lambda desc: self.kernel_value(builder, desc),
                      self._weight_grads(builder, layer.bias))
         steps.master_layout(f"{self.name}/{self.kernel_name}", backward_weights)
+        steps.plan_weights = self._depthwise_weights(builder, x.dims, backward_weights)
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
         if residual_memory is not None and not separate_add:
             output = residual_memory  # written in place by the sum post-op
@@ -307,6 +309,18 @@ class Conv2DOp(Op):
             return src, dst
         return (MemoryDesc.any(input_dims, data_type),
                 MemoryDesc.any(self.output_dims(input_dims), data_type))
+
+    def _depthwise_weights(self, builder, input_dims, backward_weights):
+        """Pass.plan_weights for a depthwise convolution oneDNN would differentiate with its
+        gemm or reference kernel (kernels other than 3x3): depthwise_weights.py."""
+        if not (builder.training and builder.data_type == dnnl.f32 and self.groups > 1
+                and self.groups == input_dims[1] == self.filters
+                and worth_replacing(backward_weights())):
+            return None
+        top_left = self._padding(input_dims[2], input_dims[3])[0]
+        geometry = (self.kernel_size, self.strides, self.dilation_rate, top_left)
+        return lambda src, grad, weight_grads: plan_depthwise_weights(
+            builder, self, src, grad, weight_grads, geometry)
 
     def _folded_affine(self, builder):
         """(post-ops, their execution arguments) of a folded batch norm's scale and shift."""
