@@ -216,19 +216,26 @@ class Conv2DOp(Op):
             return builder.primitive(*layer.forward(kind, src_any, dst, affine + after_affine))
 
         residual_memory = None
+        residual_post_op = None  # the residual's binary add post-op, when that is the way
         if residual is not None:
             # the sum post-op accumulates into dst, so the residual must be in the layout the
             # convolution writes anyway. (A binary add post-op could read it in any layout but
             # costs brgconv on AVX2 more per call than the add it saves: docs/performance.md,
             # 'Decisions and their measurements'.)
             preferred = forward(NONE).pd.md(dnnl.query_dst_md)
-            residual_memory = builder.overwrite(builder.reorder(
-                residual.memory, preferred, f"{self.name} residual to layout"))
+            residual_memory = builder.reorder(residual.memory, preferred,
+                                              f"{self.name} residual to layout")
+            add_post = binary(dnnl.binary_add, preferred) + post_ops(activation)
             # oneDNN may have no optimized kernel with a sum post-op into this layout (4
-            # channels in plain NCHW on AVX2): a fast convolution and a separate add instead
-            fwd = prefer(lambda: forward(accumulate() + post_ops(activation),
-                                         residual_memory.desc),
-                         lambda: forward(NONE))
+            # channels in plain NCHW on AVX2; after a folded batch norm's binary post-ops on
+            # AVX-512, where jit_1x1 takes the residual as a binary add post-op instead): a
+            # fast convolution and a separate add otherwise
+            fwd = prefer(lambda: forward(accumulate() + post_ops(activation), preferred),
+                         lambda: prefer(lambda: forward(add_post), lambda: forward(NONE)))
+            if fwd.pd.key == forward(add_post).pd.key:
+                residual_post_op = {post_op_arg(len(affine_args)): residual_memory}
+            else:
+                residual_memory = builder.overwrite(residual_memory)
         else:
             fwd = forward(post_ops(activation))
         separate_add = residual is not None and fwd.pd.key == forward(NONE).pd.key
@@ -245,12 +252,12 @@ class Conv2DOp(Op):
         steps.master_layout(f"{self.name}/{self.kernel_name}", backward_weights)
         steps.plan_weights = self._depthwise_weights(builder, x.dims, backward_weights)
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
-        if residual_memory is not None and not separate_add:
+        if residual_memory is not None and not separate_add and residual_post_op is None:
             output = residual_memory  # written in place by the sum post-op
         else:
             output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
         bias = self.bias_value(builder, layer.bias) if layer.bias is not None else None
-        steps.forward(fwd, src, output, bias, affine_args)
+        steps.forward(fwd, src, output, bias, {**affine_args, **(residual_post_op or {})})
         if separate_add:
             add_binary(builder, dnnl.binary_add, residual_memory, output, residual_memory,
                        f"{self.name} residual add", activation, who=f"Conv2D '{self.name}'")
