@@ -320,7 +320,7 @@ class Conv2DOp(Op):
     def _depthwise_weights(self, builder, input_dims, backward_weights):
         """Pass.plan_weights for a depthwise convolution oneDNN would differentiate with its
         gemm or reference kernel (kernels other than 3x3): depthwise_weights.py."""
-        if not (builder.training and builder.data_type == dnnl.f32 and self.groups > 1
+        if not (builder.training and self.groups > 1
                 and self.groups == input_dims[1] == self.filters
                 and worth_replacing(backward_weights())):
             return None

@@ -12,8 +12,9 @@ channel block) pairs into its own partial row, then one pass adding the rows up.
                                                                      ow*sw + j*dw - pl]
     d_bias[c] = sum over n, oh, ow of dy[n, c, oh, ow]
 
-`plan_depthwise_weights` decides (float32, one output channel per input channel, both
-tensors walkable with one channel lane count) and plans the call.
+`plan_depthwise_weights` decides (one output channel per input channel, both tensors
+walkable with one channel lane count, float32 or bf16 activations: oneDNN's bf16 gemm
+convolution is slower still) and plans the call.
 """
 
 import numpy as np
@@ -21,7 +22,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.memory import MemoryDesc, layout_key
 from .layout_preference import is_reference
-from .numba_config import PARALLEL, THREADS, get_thread_id, njit, prange
+from .numba_config import PARALLEL, SERIAL, THREADS, get_thread_id, njit, prange
 
 U = np.uint64  # unsigned indices: numba's negative-index wrap turns loads into gathers
 F = np.float32
@@ -29,10 +30,19 @@ F = np.float32
 N, BLOCKS, LANES, C, OH, OW, IH, IW, KH, KW, SH, SW, DH, DW, PT, PL = range(16)
 
 
+@njit(inline="always", **SERIAL)
+def _value(array, index, bf16):
+    """array[index] as float32: the uint16 bits of a bf16 value widened when `bf16`."""
+    if bf16:
+        return np.uint32(np.uint32(array[U(index)]) << np.uint32(16)).view(F)
+    return F(array[U(index)])
+
+
 @njit(**PARALLEL)
 def depthwise_weights_kernel(x, dy, geometry, x_strides, dy_strides, d_kernel, d_bias,
-                             partial, partial_bias):
-    """d_kernel (C, KH, KW) and d_bias (C,) (a zero-size array: no bias) from x and dy.
+                             partial, partial_bias, bf16):
+    """d_kernel (C, KH, KW) and d_bias (C,) (a zero-size array: no bias) from x and dy
+    (float32, or the uint16 bits of bf16 when `bf16`); the sums are float32.
 
     x_strides, dy_strides: element strides of (image, channel block, row, column); the
     channels of a block are consecutive (LANES of them). partial: (threads, BLOCKS, KH, KW,
@@ -65,14 +75,15 @@ def depthwise_weights_kernel(x, dy, geometry, x_strides, dy_strides, d_kernel, d
                         xo = x_row + ow * g[SW] * x_strides[3]
                         yo = y_row + ow * dy_strides[3]
                         for lane in range(lanes):
-                            acc[U(lane)] += dy[U(yo + lane)] * x[U(xo + lane)]
+                            acc[U(lane)] += (_value(dy, yo + lane, bf16)
+                                             * _value(x, xo + lane, bf16))
         if d_bias.size:
             acc = partial_bias[t, cb]
             for oh in range(g[OH]):
                 for ow in range(g[OW]):
                     yo = y0 + oh * dy_strides[2] + ow * dy_strides[3]
                     for lane in range(lanes):
-                        acc[U(lane)] += dy[U(yo + lane)]
+                        acc[U(lane)] += _value(dy, yo + lane, bf16)
     for c in prange(g[C]):
         cb, lane = c // lanes, c % lanes
         for i in range(g[KH]):
@@ -90,9 +101,10 @@ def depthwise_weights_kernel(x, dy, geometry, x_strides, dy_strides, d_kernel, d
 
 def channel_walk(desc):
     """(lanes, channel blocks, element strides of (image, block, row, column)) of a 4D f32
-    layout whose channels come in consecutive lanes (nChw16c, nChw8c, nhwc), or None."""
+    or bf16 layout whose channels come in consecutive lanes (nChw16c, nChw8c, nhwc), or
+    None."""
     key = layout_key(desc)
-    if len(key) != 6 or key[1] != dnnl.f32 or len(desc.dims) != 4:
+    if len(key) != 6 or key[1] not in (dnnl.f32, dnnl.bf16) or len(desc.dims) != 4:
         return None
     dims, strides, blocks, block_axes = key[0], key[3], key[4], key[5]
     channels = dims[1]
@@ -124,14 +136,16 @@ def plan_depthwise_weights(builder, op, src, grad, weight_grads, geometry_args):
     weight_grads(kernel desc) -> (kernel gradient Memory, bias gradient Memory or None);
     geometry_args: (kernel size, strides, dilation rate, top-left padding)."""
     walk_x, walk_y = channel_walk(src.desc), channel_walk(grad.desc)
-    if walk_x is None or walk_y is None or walk_x[:2] != walk_y[:2]:
+    data_type = src.desc.data_type
+    if walk_x is None or walk_y is None or walk_x[:2] != walk_y[:2] \
+            or grad.desc.data_type != data_type:
         # one of them in another layout (a plain output gradient, nchw): both in the
         # forward input's layout if it is walkable, else in nChw16c
         tag = walk_tag(walk_x) if walk_x is not None else dnnl.aBcd16b
         label = f"{op.name} for weights"
-        src = builder.reorder(src, MemoryDesc.with_tag(src.desc.dims, dnnl.f32, tag),
+        src = builder.reorder(src, MemoryDesc.with_tag(src.desc.dims, data_type, tag),
                               f"{label} input", backward=True)
-        grad = builder.reorder(grad, MemoryDesc.with_tag(grad.desc.dims, dnnl.f32, tag),
+        grad = builder.reorder(grad, MemoryDesc.with_tag(grad.desc.dims, data_type, tag),
                                f"{label} gradient", backward=True)
         walk_x, walk_y = channel_walk(src.desc), channel_walk(grad.desc)
     lanes, blocks = walk_x[:2]
@@ -144,8 +158,18 @@ def plan_depthwise_weights(builder, op, src, grad, weight_grads, geometry_args):
     d_kernel, d_bias = weight_grads(kernel_desc)
     partial = np.zeros((THREADS, blocks, kh, kw, lanes), np.float32)
     partial_bias = np.zeros((THREADS, blocks, lanes), np.float32)
+    d_bias = d_bias if d_bias is not None else np.zeros(0, np.float32)
+    strides = np.array(walk_x[2], np.int64), np.array(walk_y[2], np.int64)
+    label = f"{op.name} backward weights"
+    if data_type == dnnl.f32:
+        builder.add_backward(builder.memory_kernel(depthwise_weights_kernel, (
+            src, grad, geometry, *strides, d_kernel, d_bias, partial, partial_bias, False),
+            label))
+        return True
+    # bf16: the activations' uint16 bits, captured (their bytes kept); the gradients are f32
+    for memory in (src, grad):
+        builder.keep(memory)
     builder.add_backward(builder.memory_kernel(depthwise_weights_kernel, (
-        src, grad, geometry, np.array(walk_x[2], np.int64), np.array(walk_y[2], np.int64),
-        d_kernel, d_bias if d_bias is not None else np.zeros(0, np.float32), partial,
-        partial_bias), f"{op.name} backward weights"))
+        src.as_array(np.uint16), grad.as_array(np.uint16), geometry, *strides, d_kernel,
+        d_bias, partial, partial_bias, True), label))
     return True

@@ -8,7 +8,8 @@ tests/ops/test_ops_broadcast_dropout.py.
 
 float32 must match Keras's float32 (predict, training-mode loss, two SGD steps). Under
 mixed_bfloat16 kiln's error against Keras's float32 must be of the size of Keras's own bf16
-error, and the plan must run the gate multiply and the dropout on bf16 data."""
+error, and the plan must run the gate multiply, the dropout and the depthwise weight gradient
+on bf16 data."""
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from keras_oracle import check_against_keras, real_keras
 from kiln import keras as kk
 from kiln.binding import constants as dnnl
 from kiln.keras import mixed_precision
+from kiln.ops.depthwise_weights import depthwise_weights_kernel
 from kiln.ops.outer_scale import outer_scale_bf16
 
 pytestmark = [
@@ -35,7 +37,7 @@ def block(K):
     inputs = K.Input((10, 10, 16))
     x = L.Conv2D(32, 1, use_bias=False)(inputs)
     x = L.Activation("swish")(L.BatchNormalization()(x))
-    x = L.DepthwiseConv2D(5, padding="same", use_bias=False)(x)
+    x = L.DepthwiseConv2D(5, padding="same")(x)  # with a bias: its gradient too
     x = L.Activation("swish")(L.BatchNormalization()(x))
     se = L.Reshape((1, 1, 32))(L.GlobalAveragePooling2D()(x))
     se = L.Conv2D(8, 1, activation="swish")(se)
@@ -103,3 +105,6 @@ def test_bf16_block_error_is_the_size_of_keras_bf16_error():
                if call.label.startswith("dropout") and call.label.endswith(("forward",
                                                                            "backward"))]
     assert dropout == [outer_scale_bf16, outer_scale_bf16]
+    weights = [call for call in calls if call.label.endswith("backward weights")
+               and getattr(call, "function", None) is depthwise_weights_kernel]
+    assert len(weights) == 1 and weights[0].arguments[-1] is True  # on the bf16 bits
