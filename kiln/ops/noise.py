@@ -11,7 +11,8 @@ numbers again instead of keeping them. SpatialDropout2DOp draws one mask value p
 channel), BroadcastDropoutOp one per entry of its mask dims; SpatialDropout2DOp applies it with
 oneDNN's broadcasting binary mul, in any layout, both ways, and BroadcastDropoutOp with
 outer_scale's kernel where the mask varies along the layout's outermost axes (whole samples,
-in every layout: oneDNN runs its reference kernel there), else as SpatialDropout2DOp.
+in every layout: oneDNN runs its reference kernel there), else with broadcast_kernels'
+elementwise kernel on unpadded float32 layouts, else as SpatialDropout2DOp.
 """
 
 import numpy as np
@@ -19,6 +20,7 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from ..binding.memory import MemoryDesc
+from . import broadcast_kernels as kernels
 from .base import Op
 from .dropout import _mix64, keep_threshold, step_salt
 from .numba_config import PARALLEL, SERIAL, njit, prange
@@ -211,32 +213,52 @@ class BroadcastDropoutOp(SpatialDropout2DOp):
 
     def forward(self, builder, x, need_input_grad=True):
         """The mask as SpatialDropout2DOp draws it; applied by outer_scale's kernel (f32 or
-        bf16) when its varying axes are the layout's outermost (whole samples: always),
-        else by oneDNN's broadcasting binary mul (float32)."""
+        bf16) when its varying axes are the layout's outermost (whole samples: always), else
+        by broadcast_kernels.elementwise_kernel on an unpadded f32 layout, else by oneDNN's
+        broadcasting binary mul (float32; its reference kernel for most such patterns)."""
         if not builder.training or self.rate == 0:
             return x, lambda output_grad: output_grad
         dims = self.mask_dims(x)
         desc = x.memory.desc
-        inner = outer_run(desc, x.dims, self.mask_axes)
-        if inner is None:
-            return super().forward(builder, x, need_input_grad)
         mask_desc = MemoryDesc.with_tag(dims, dnnl.f32, PLAIN_TAGS[len(dims)])
+        inner = outer_run(desc, x.dims, self.mask_axes)
+        if inner is not None:
+            def apply(mask, source, target, label):
+                return outer_scale_call(builder, source, target, mask, inner, label)
+        elif elementwise_strides(desc, mask_desc) is not None:
+            def apply(mask, source, target, label):
+                shape, strides = elementwise_strides(desc, mask_desc)
+                return builder.memory_kernel(kernels.elementwise_kernel, (
+                    np.int64(kernels.MULTIPLY), target, source, mask, source, shape, strides),
+                    label)
+        else:
+            return super().forward(builder, x, need_input_grad)
         mask = builder.keep(builder.allocate(mask_desc))
         builder.add_forward(builder.memory_kernel(
             channel_mask_kernel, (mask, keep_threshold(self.rate),
                                   np.float32(1.0 / (1.0 - self.rate)), self.counter),
             f"{self.name} mask"))
         output = builder.allocate(desc)
-        builder.add_forward(outer_scale_call(builder, x.memory, output, mask, inner,
-                                             f"{self.name} forward"))
+        builder.add_forward(apply(mask, x.memory, output, f"{self.name} forward"))
 
         def backward(output_grad):
             if not need_input_grad:
                 return None
             grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
             input_grad = grad if builder.writable(grad) else builder.allocate(desc)
-            builder.add_backward(outer_scale_call(builder, grad, input_grad, mask, inner,
-                                                  f"{self.name} backward"))
+            builder.add_backward(apply(mask, grad, input_grad, f"{self.name} backward"))
             return input_grad
 
         return x.with_memory(output), backward
+
+
+def elementwise_strides(desc, mask_desc):
+    """(shape, strides) of broadcast_kernels.elementwise_kernel computing out = x * mask with
+    out and x in `desc` (float32, unpadded) and the mask in `mask_desc`, or None."""
+    axes = kernels.physical_axes(desc)
+    if axes is None:
+        return None
+    full, mask = (kernels.operand_strides(axes, d.dims, d) for d in (desc, mask_desc))
+    if full is None or mask is None:
+        return None
+    return kernels.split_rows(*kernels.plan_axes(axes, [full, full, mask, [0] * len(axes)]))

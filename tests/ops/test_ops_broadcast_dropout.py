@@ -9,6 +9,7 @@ from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness
 
 from kiln.binding import constants as dnnl
 from kiln.binding.memory import MemoryDesc
+from kiln.ops.broadcast_kernels import elementwise_kernel
 from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.noise import BroadcastDropoutOp
 from kiln.ops.outer_scale import outer_run, outer_scale_bf16, outer_scale_f32
@@ -94,11 +95,15 @@ def test_per_sample_dropout_runs_the_outer_scale_kernel_both_ways(data_format, c
         np.testing.assert_allclose(grad, conv_grads[name], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("data_format, fast", [(CHANNELS_FIRST, True), (CHANNELS_LAST, False)])
-def test_a_mask_per_sample_and_channel_is_fast_where_it_is_outermost(data_format, fast):
+@pytest.mark.parametrize("data_format, kernel", [(CHANNELS_FIRST, outer_scale_f32),
+                                                  (CHANNELS_LAST, elementwise_kernel)])
+def test_a_mask_per_sample_and_channel_runs_a_numba_kernel(data_format, kernel):
+    """outer_scale's where the mask's axes are the outermost (nchw), else the broadcasting
+    elementwise kernel (nhwc), both ways: never oneDNN's reference binary."""
     x = np.ones((4, 3, 5, 5) if data_format == CHANNELS_FIRST else (4, 5, 5, 3), np.float32)
     harness = OpHarness(BroadcastDropoutOp("d", 0.5, 2, (0, 1)), x, data_format=data_format)
-    assert (outer_scale_f32 in kernels_of(harness.forward_calls)) == fast
+    assert kernel in kernels_of(harness.forward_calls)
+    assert kernel in kernels_of(harness.backward_calls)
 
 
 def test_outer_run_of_layouts():
