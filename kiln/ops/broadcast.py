@@ -39,6 +39,7 @@ from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
 from ..binding.post_ops import NONE, negate
 from . import broadcast_kernels as kernels
+from . import gate_gradient
 from .base import Op
 from .broadcast_gradients import PlannedGradients
 from .broadcast_rules import (  # noqa: F401 (re-exported: ops and tests import them here)
@@ -167,6 +168,19 @@ class BroadcastBinaryOp(Op):
                         backward_reads_memory=False)
         if dnnl.bf16 not in types:
             return output, (lambda output_grad: plan.backward(output_grad, need))
+        big = plan.big
+        if self.arity is None and big is not None and gate_gradient.applies(
+                tensors[big].memory.desc, dims[1 - big], self.operation):
+            def gate_backward(output_grad):
+                """A squeeze-and-excitation product in bf16 (gate_gradient.py)."""
+                grads = [None, None]
+                grads[big], grads[1 - big] = gate_gradient.plan_backward(
+                    builder, self.name, plan.primitive, plan.memories[big],
+                    plan.memories[1 - big], output_grad, (need[big], need[1 - big]))
+                grads[1 - big] = self._narrowed(builder, grads[1 - big], tensors[1 - big])
+                return grads
+
+            return output, gate_backward
 
         def backward(output_grad):
             """bf16 operands: the float32 backward on widened copies (its reorders to plain
@@ -202,6 +216,7 @@ class _Planned(PlannedGradients):
         self.full = [d == out_dims for d in dims]
         self.memories = [None, None]
         self.output = None
+        self.big = self.primitive = None  # the full-size operand and oneDNN's call, if any
 
     def operand_memory(self, index, desc):
         """Operand `index` in layout desc (a reorder if needed; the parameter via param())."""
@@ -268,6 +283,7 @@ class _Planned(PlannedGradients):
                                                     op.label))
         if primitive is None:
             return False
+        self.big, self.primitive = big, primitive
         self.memories[big] = self.tensors[big].memory
         self.memories[small] = self.operand_memory(small,
                                                    primitive.pd.md(dnnl.query_src_md, 1))

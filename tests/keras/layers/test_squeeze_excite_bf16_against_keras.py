@@ -8,8 +8,8 @@ tests/ops/test_ops_broadcast_dropout.py.
 
 float32 must match Keras's float32 (predict, training-mode loss, two SGD steps). Under
 mixed_bfloat16 kiln's error against Keras's float32 must be of the size of Keras's own bf16
-error, and the plan must run the gate multiply, the dropout and the depthwise weight gradient
-on bf16 data."""
+error, and the plan must run the gate multiply (forward and backward), the dropout and the
+depthwise weight gradient on bf16 data."""
 
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ from kiln import keras as kk
 from kiln.binding import constants as dnnl
 from kiln.keras import mixed_precision
 from kiln.ops.depthwise_weights import depthwise_weights_kernel
+from kiln.ops.gate_gradient import gate_gradient_kernel
 from kiln.ops.outer_scale import outer_scale_bf16
 
 pytestmark = [
@@ -101,6 +102,7 @@ def test_bf16_block_error_is_the_size_of_keras_bf16_error():
             if call.label.startswith("multiply") and call.label.endswith(" forward")]
     assert len(gate) == 1 and gate[0].args[dnnl.ARG_SRC].desc.data_type == dnnl.bf16
     assert not gate[0].primitive.pd.implementation.startswith("ref")
+    assert gate_gradient_kernel in [getattr(call, "function", None) for call in calls]
     dropout = [getattr(call, "function", None) for call in calls
                if call.label.startswith("dropout") and call.label.endswith(("forward",
                                                                            "backward"))]
