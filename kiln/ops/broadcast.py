@@ -39,6 +39,7 @@ from ..binding import constants as dnnl
 from ..binding.memory import Memory, MemoryDesc
 from ..binding.post_ops import NONE, negate
 from . import broadcast_kernels as kernels
+from . import gate_gradient
 from .base import Op
 from .broadcast_gradients import PlannedGradients
 from .broadcast_rules import (  # noqa: F401 (re-exported: ops and tests import them here)
@@ -152,17 +153,54 @@ class BroadcastBinaryOp(Op):
             tensors = [x]
             need = [need_input_grad is not False, builder.wants_grad(self.parameter_name)]
             dims = [tuple(x.dims), self.operand[1]]
-        for tensor in tensors:
-            if tensor.memory.desc.data_type != dnnl.f32:
-                raise NotImplementedError(f"{self.label}: runs in float32 only; use the "
-                                          "'float32' dtype policy for this layer")
+        types = {tensor.memory.desc.data_type for tensor in tensors}
+        if not types <= {dnnl.f32, dnnl.bf16}:
+            raise NotImplementedError(f"{self.label}: runs in float32 or bfloat16 only")
         out_dims = broadcast_dims(self.label, *dims)
         data_format = tensors[0].data_format
         plan = _Planned(self, builder, tensors, dims, out_dims, data_format)
         plan.forward()
-        output = Tensor(plan.output, data_format, tensors[0].flattened,
+        result = plan.output
+        if dnnl.bf16 in types and result.desc.data_type != dnnl.bf16:
+            result = builder.reorder(result, plain_desc(out_dims, data_format, dnnl.bf16),
+                                     f"{self.name} output to bfloat16")
+        output = Tensor(result, data_format, tensors[0].flattened,
                         backward_reads_memory=False)
-        return output, (lambda output_grad: plan.backward(output_grad, need))
+        if dnnl.bf16 not in types:
+            return output, (lambda output_grad: plan.backward(output_grad, need))
+        big = plan.big
+        if self.arity is None and big is not None and gate_gradient.applies(
+                tensors[big].memory.desc, dims[1 - big], self.operation):
+            def gate_backward(output_grad):
+                """A squeeze-and-excitation product in bf16 (gate_gradient.py)."""
+                grads = [None, None]
+                grads[big], grads[1 - big] = gate_gradient.plan_backward(
+                    builder, self.name, plan.primitive, plan.memories[big],
+                    plan.memories[1 - big], output_grad, (need[big], need[1 - big]))
+                grads[1 - big] = self._narrowed(builder, grads[1 - big], tensors[1 - big])
+                return grads
+
+            return output, gate_backward
+
+        def backward(output_grad):
+            """bf16 operands: the float32 backward on widened copies (its reorders to plain
+            float32), each gradient narrowed back to its operand's layout and type."""
+            grads = plan.backward(output_grad, need)
+            many = isinstance(grads, list)
+            sources = tensors if many else [x]
+            grads = [self._narrowed(builder, grad, tensor) for grad, tensor in
+                     zip(grads if many else [grads], sources, strict=True)]
+            return grads if many else grads[0]
+
+        return output, backward
+
+    def _narrowed(self, builder, grad, tensor):
+        """An operand's gradient in the operand's layout when that is bf16 (else as is)."""
+        if grad is None or tensor.memory.desc.data_type != dnnl.bf16 \
+                or grad.desc.data_type == dnnl.bf16:
+            return grad
+        return builder.reorder(grad, tensor.memory.desc, f"{self.name} gradient to bfloat16",
+                               backward=True)
 
 
 class _Planned(PlannedGradients):
@@ -178,6 +216,7 @@ class _Planned(PlannedGradients):
         self.full = [d == out_dims for d in dims]
         self.memories = [None, None]
         self.output = None
+        self.big = self.primitive = None  # the full-size operand and oneDNN's call, if any
 
     def operand_memory(self, index, desc):
         """Operand `index` in layout desc (a reorder if needed; the parameter via param())."""
@@ -244,6 +283,7 @@ class _Planned(PlannedGradients):
                                                     op.label))
         if primitive is None:
             return False
+        self.big, self.primitive = big, primitive
         self.memories[big] = self.tensors[big].memory
         self.memories[small] = self.operand_memory(small,
                                                    primitive.pd.md(dnnl.query_src_md, 1))

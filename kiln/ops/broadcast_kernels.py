@@ -20,11 +20,13 @@ Both decisions' measurements: docs/performance.md, 'Decisions and their measurem
 
 `plan_axes` turns (layout, operand dims) into the kernels' arguments: the physical axes of the
 iteration space in memory order, adjacent axes merged where every operand allows, padded to
-AXES at the outside.
+AXES at the outside. Both kernels take float32 buffers (a bf16 operand is widened by a reorder
+to a plain float32 layout first).
 """
 
 import numpy as np
 
+from ..binding import constants as dnnl
 from ..binding.memory import layout_key
 from .numba_config import PARALLEL, SERIAL, THREADS, get_num_threads, njit, prange
 
@@ -59,7 +61,7 @@ def physical_axes(desc):
     physical index onto the logical index: logical = sum(index * multiplier). None when the
     layout has padding or is of another kind (the caller reorders to a plain layout)."""
     key = layout_key(desc)
-    if len(key) != 6 or desc.size != 4 * int(np.prod(desc.dims)):
+    if len(key) != 6 or key[1] != dnnl.f32 or desc.size != 4 * int(np.prod(desc.dims)):
         return None
     dims, _, _, strides, blocks, block_axes = key
     if len(blocks) > 1:
@@ -79,7 +81,8 @@ def operand_strides(axes, dims, desc):
     size 1 (broadcast). None when its layout cannot be walked that way (padded, or blocked
     differently from the iteration space): the caller reorders it to a plain layout."""
     key = layout_key(desc)
-    if len(key) != 6 or desc.size != 4 * int(np.prod(desc.dims)) or len(key[4]) > 1:
+    if len(key) != 6 or key[1] != dnnl.f32 or desc.size != 4 * int(np.prod(desc.dims)) \
+            or len(key[4]) > 1:
         return None
     strides, blocks, block_axes = key[3], key[4], key[5]
     result = []

@@ -43,10 +43,10 @@ def broadcast_dims(label, first, second):
                      "equal or 1, ranks equal)")
 
 
-def plain_desc(dims, data_format):
+def plain_desc(dims, data_format, data_type=dnnl.f32):
     """The row-major layout in Keras' order: nhwc for 4D channels_last, else abcd..."""
     tag = dnnl.acdb if len(dims) == 4 and data_format == CHANNELS_LAST else None
-    return MemoryDesc.with_tag(dims, dnnl.f32, tag)
+    return MemoryDesc.with_tag(dims, data_type, tag)
 
 
 EMPTY = np.zeros(0, np.float32)  # a kernel's absent array argument

@@ -15,6 +15,7 @@ from ..binding.post_ops import NONE, accumulate, binary
 from ..binding.primitive import post_op_arg
 from .base import Op
 from .conv_family import CONVOLUTION, Pass, Primitives
+from .depthwise_weights import plan_depthwise_weights, worth_replacing
 from .eltwise import post_ops
 from .layout_preference import prefer
 from .merge import add_binary
@@ -222,19 +223,26 @@ class Conv2DOp(Op):
             return builder.primitive(*layer.forward(kind, src_any, dst, affine + after_affine))
 
         residual_memory = None
+        residual_post_op = None  # the residual's binary add post-op, when that is the way
         if residual is not None:
             # the sum post-op accumulates into dst, so the residual must be in the layout the
             # convolution writes anyway. (A binary add post-op could read it in any layout but
             # costs brgconv on AVX2 more per call than the add it saves: docs/performance.md,
             # 'Decisions and their measurements'.)
             preferred = forward(NONE).pd.md(dnnl.query_dst_md)
-            residual_memory = builder.overwrite(builder.reorder(
-                residual.memory, preferred, f"{self.name} residual to layout"))
+            residual_memory = builder.reorder(residual.memory, preferred,
+                                              f"{self.name} residual to layout")
+            add_post = binary(dnnl.binary_add, preferred) + post_ops(activation)
             # oneDNN may have no optimized kernel with a sum post-op into this layout (4
-            # channels in plain NCHW on AVX2): a fast convolution and a separate add instead
-            fwd = prefer(lambda: forward(accumulate() + post_ops(activation),
-                                         residual_memory.desc),
-                         lambda: forward(NONE))
+            # channels in plain NCHW on AVX2; after a folded batch norm's binary post-ops on
+            # AVX-512, where jit_1x1 takes the residual as a binary add post-op instead): a
+            # fast convolution and a separate add otherwise
+            fwd = prefer(lambda: forward(accumulate() + post_ops(activation), preferred),
+                         lambda: prefer(lambda: forward(add_post), lambda: forward(NONE)))
+            if fwd.pd.key == forward(add_post).pd.key:
+                residual_post_op = {post_op_arg(len(affine_args)): residual_memory}
+            else:
+                residual_memory = builder.overwrite(residual_memory)
         else:
             fwd = self._nhwc_under_amx(builder, x.dims, forward(post_ops(activation)),
                                        lambda dst: forward(post_ops(activation), dst))
@@ -250,13 +258,14 @@ class Conv2DOp(Op):
         steps = Pass(builder, self.name, lambda desc: self.kernel_value(builder, desc),
                      self._weight_grads(builder, layer.bias))
         steps.master_layout(f"{self.name}/{self.kernel_name}", backward_weights)
+        steps.plan_weights = self._depthwise_weights(builder, x.dims, backward_weights)
         src = builder.reorder(x.memory, fwd.pd.md(dnnl.query_src_md), f"{self.name} input")
-        if residual_memory is not None and not separate_add:
+        if residual_memory is not None and not separate_add and residual_post_op is None:
             output = residual_memory  # written in place by the sum post-op
         else:
             output = builder.allocate(fwd.pd.md(dnnl.query_dst_md))
         bias = self.bias_value(builder, layer.bias) if layer.bias is not None else None
-        steps.forward(fwd, src, output, bias, affine_args)
+        steps.forward(fwd, src, output, bias, {**affine_args, **(residual_post_op or {})})
         if separate_add:
             add_binary(builder, dnnl.binary_add, residual_memory, output, residual_memory,
                        f"{self.name} residual add", activation, who=f"Conv2D '{self.name}'")
@@ -327,6 +336,18 @@ class Conv2DOp(Op):
             return src, dst
         return (MemoryDesc.any(input_dims, data_type),
                 MemoryDesc.any(self.output_dims(input_dims), data_type))
+
+    def _depthwise_weights(self, builder, input_dims, backward_weights):
+        """Pass.plan_weights for a depthwise convolution oneDNN would differentiate with its
+        gemm or reference kernel (kernels other than 3x3): depthwise_weights.py."""
+        if not (builder.training and self.groups > 1
+                and self.groups == input_dims[1] == self.filters
+                and worth_replacing(backward_weights())):
+            return None
+        top_left = self._padding(input_dims[2], input_dims[3])[0]
+        geometry = (self.kernel_size, self.strides, self.dilation_rate, top_left)
+        return lambda src, grad, weight_grads: plan_depthwise_weights(
+            builder, self, src, grad, weight_grads, geometry)
 
     def _folded_affine(self, builder):
         """(post-ops, their execution arguments) of a folded batch norm's scale and shift."""

@@ -111,6 +111,9 @@ class Pass:
         self.name = name
         self.weights = weights
         self.weight_grads = weight_grads
+        # plan_weights(src, grad, weight_grads) -> whether it planned the weight gradients
+        # itself (a numba kernel where oneDNN has no fast one: depthwise_weights.py)
+        self.plan_weights = None
 
     @classmethod
     def over_parameters(cls, builder, name, kernel, bias_desc, backward_weights):
@@ -155,7 +158,8 @@ class Pass:
         builder, name = self.builder, self.name
         if not applied_downstream:
             grad = eltwise_backward(builder, activation, output, grad, name)
-        if self.weight_grads is not None:  # not for a frozen layer
+        if self.weight_grads is not None and not (  # not for a frozen layer
+                self.plan_weights and self.plan_weights(src, grad, self.weight_grads)):
             bwd_w = backward_weights()
             weights_grad, bias_grad = self.weight_grads(
                 bwd_w.pd.md(dnnl.query_diff_weights_md))

@@ -8,8 +8,11 @@ oneDNN has no random numbers: numba kernels draw them from a counter-based hash 
 index and a per-step salt (as dropout.py), so no generator state is kept per thread, the
 draws do not depend on the layout or on the thread count, and a backward can draw the same
 numbers again instead of keeping them. SpatialDropout2DOp draws one mask value per (image,
-channel), BroadcastDropoutOp one per entry of its mask dims, and both apply it with oneDNN's
-broadcasting binary mul, in any layout, both ways.
+channel), BroadcastDropoutOp one per entry of its mask dims; SpatialDropout2DOp applies it with
+oneDNN's broadcasting binary mul, in any layout, both ways, and BroadcastDropoutOp with
+outer_scale's kernel where the mask varies along the layout's outermost axes (whole samples,
+in every layout: oneDNN runs its reference kernel there), else with broadcast_kernels'
+elementwise kernel on unpadded float32 layouts, else as SpatialDropout2DOp.
 """
 
 import numpy as np
@@ -17,9 +20,11 @@ import numpy as np
 from ..binding import constants as dnnl
 from ..binding.descriptor import descriptor
 from ..binding.memory import MemoryDesc
+from . import broadcast_kernels as kernels
 from .base import Op
 from .dropout import _mix64, keep_threshold, step_salt
 from .numba_config import PARALLEL, SERIAL, njit, prange
+from .outer_scale import outer_run, outer_scale_call
 
 TWO_PI = np.float32(2.0 * np.pi)
 PLAIN_TAGS = {1: dnnl.a, 2: dnnl.ab, 3: dnnl.abc, 4: dnnl.abcd, 5: dnnl.abcde}
@@ -205,3 +210,55 @@ class BroadcastDropoutOp(SpatialDropout2DOp):
             raise ValueError(f"Dropout '{self.name}': noise_shape on an input flattened from "
                              f"4D is not supported, got shape {x.keras_shape}")
         return tuple(d if i in self.mask_axes else 1 for i, d in enumerate(x.dims))
+
+    def forward(self, builder, x, need_input_grad=True):
+        """The mask as SpatialDropout2DOp draws it; applied by outer_scale's kernel (f32 or
+        bf16) when its varying axes are the layout's outermost (whole samples: always), else
+        by broadcast_kernels.elementwise_kernel on an unpadded f32 layout, else by oneDNN's
+        broadcasting binary mul (float32; its reference kernel for most such patterns)."""
+        if not builder.training or self.rate == 0:
+            return x, lambda output_grad: output_grad
+        dims = self.mask_dims(x)
+        desc = x.memory.desc
+        mask_desc = MemoryDesc.with_tag(dims, dnnl.f32, PLAIN_TAGS[len(dims)])
+        inner = outer_run(desc, x.dims, self.mask_axes)
+        if inner is not None:
+            def apply(mask, source, target, label):
+                return outer_scale_call(builder, source, target, mask, inner, label)
+        elif elementwise_strides(desc, mask_desc) is not None:
+            def apply(mask, source, target, label):
+                shape, strides = elementwise_strides(desc, mask_desc)
+                return builder.memory_kernel(kernels.elementwise_kernel, (
+                    np.int64(kernels.MULTIPLY), target, source, mask, source, shape, strides),
+                    label)
+        else:
+            return super().forward(builder, x, need_input_grad)
+        mask = builder.keep(builder.allocate(mask_desc))
+        builder.add_forward(builder.memory_kernel(
+            channel_mask_kernel, (mask, keep_threshold(self.rate),
+                                  np.float32(1.0 / (1.0 - self.rate)), self.counter),
+            f"{self.name} mask"))
+        output = builder.allocate(desc)
+        builder.add_forward(apply(mask, x.memory, output, f"{self.name} forward"))
+
+        def backward(output_grad):
+            if not need_input_grad:
+                return None
+            grad = builder.reorder(output_grad, desc, f"{self.name} gradient", backward=True)
+            input_grad = grad if builder.writable(grad) else builder.allocate(desc)
+            builder.add_backward(apply(mask, grad, input_grad, f"{self.name} backward"))
+            return input_grad
+
+        return x.with_memory(output), backward
+
+
+def elementwise_strides(desc, mask_desc):
+    """(shape, strides) of broadcast_kernels.elementwise_kernel computing out = x * mask with
+    out and x in `desc` (float32, unpadded) and the mask in `mask_desc`, or None."""
+    axes = kernels.physical_axes(desc)
+    if axes is None:
+        return None
+    full, mask = (kernels.operand_strides(axes, d.dims, d) for d in (desc, mask_desc))
+    if full is None or mask is None:
+        return None
+    return kernels.split_rows(*kernels.plan_axes(axes, [full, full, mask, [0] * len(axes)]))

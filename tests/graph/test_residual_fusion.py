@@ -92,3 +92,30 @@ def test_the_block_folds_batch_norm_add_and_relu_into_one_convolution():
     # training keeps the add: its backward hands the gradient to both branches
     assert "AddOp" in [type(op).__name__ for op in fuse(model.graph, model._plan_rules).ops]
 
+
+
+def test_a_bottleneck_block_adds_its_residual_inside_the_convolution():
+    """ResNet50's bottleneck end: a 1x1 conv, its folded batch norm (binary post-ops), the
+    residual add and the relu run as one convolution with a jit kernel: oneDNN has only its
+    reference kernel for binary post-ops followed by a sum on AVX-512, so the residual comes
+    in as a binary add post-op there, never as a separate add."""
+    keras.backend.clear_session()
+    keras.initializers.set_random_seed(4)
+    inputs = keras.Input((7, 7, 64))
+    h = layers.Conv2D(64, 1, activation="relu")(inputs)
+    branch = layers.Activation("relu")(layers.BatchNormalization()(layers.Conv2D(32, 1)(h)))
+    branch = layers.BatchNormalization()(layers.Conv2D(64, 1)(branch))
+    model = keras.Model(inputs, layers.Activation("relu")(layers.add([h, branch])))
+    randomize_batch_norms(model)
+    x = np.random.default_rng(1).normal(size=(16, 7, 7, 64)).astype(np.float32)
+    without = predictions(model, x, residual_fusion=False)[0]
+    model._plans = {}
+    with_fusion = model.predict(x, batch_size=16)
+    calls = model._plans[(False, 16)].calls
+    assert not [call.label for call in calls if "residual add" in call.label]
+    for call in calls:
+        primitive = getattr(call, "primitive", None)
+        if primitive is not None and "forward" in call.label:
+            assert not primitive.pd.implementation.startswith("ref"), call.label
+    assert np.abs(without).max() > 0.1
+    np.testing.assert_allclose(with_fusion, without, rtol=1e-5, atol=1e-5)

@@ -54,6 +54,11 @@ MODELS = {
         L.DepthwiseConv2D(3, dilation_rate=2, padding="same", use_bias=False, **f),
         L.BatchNormalization(axis=-1 if f["data_format"] == CL else 1),
         L.Activation("relu6")], (7, 7, 4)),
+    # EfficientNet's 5x5 (the weight gradient is kiln's numba kernel: oneDNN's depthwise
+    # backward-weights takes undilated 3x3 only); 20 channels pad a block of 16
+    "depthwise-5x5": (lambda L, f: [
+        L.DepthwiseConv2D(5, padding="same", activation="relu", **f),
+        L.DepthwiseConv2D(5, strides=2, padding="same", use_bias=False, **f)], (9, 8, 20)),
     # Keras takes strides with dilation in the depthwise layers (not in Conv2D)
     "depthwise-strided-dilated": (lambda L, f: [
         L.SeparableConv2D(4, 3, strides=2, dilation_rate=2, padding="same", **f),

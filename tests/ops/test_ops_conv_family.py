@@ -1,6 +1,8 @@
 """The convolution family against float64 numpy and central differences: Conv2DOp with
 dilation_rate and groups, depthwise (groups = channels, with a depth multiplier), and
-Conv2DTransposeOp (strides, same / valid, output_padding, dilation), in both data formats."""
+Conv2DTransposeOp (strides, same / valid, output_padding, dilation), in both data formats.
+Depthwise weight gradients oneDNN has no depthwise kernel for (not 3x3) are
+depthwise_weights' numba kernel."""
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from op_checker import CHANNELS_FIRST, CHANNELS_LAST, OpHarness, check_op
 from kiln.binding import constants as dnnl
 from kiln.ops.conv2d import Conv2DOp
 from kiln.ops.conv2d_transpose import Conv2DTransposeOp
+from kiln.ops.depthwise_weights import depthwise_weights_kernel
 
 FORMATS = [CHANNELS_LAST, CHANNELS_FIRST]
 
@@ -85,7 +88,15 @@ DEPTHWISE = {
     "3x3-same-s2": ((9, 8, 32), 1, (3, 3), (2, 2), "same", (1, 1), False, None),
     "5x3-valid-multiplier-2": ((9, 8, 3), 2, (5, 3), (1, 1), "valid", (1, 1), True, "tanh"),
     "3x3-dilated-2": ((9, 9, 8), 1, (3, 3), (1, 1), "same", (2, 2), True, None),
+    # 5x5 (EfficientNet's): oneDNN's depthwise backward-weights takes undilated 3x3 only, so
+    # the weight gradient is depthwise_weights' numba kernel (24 channels: a padded block)
+    "5x5-same-s1": ((8, 7, 24), 1, (5, 5), (1, 1), "same", (1, 1), True, "relu"),
+    "5x5-same-s2": ((11, 10, 16), 1, (5, 5), (2, 2), "same", (1, 1), False, None),
+    "5x5-valid-dilated-2": ((12, 11, 8), 1, (5, 5), (1, 1), "valid", (2, 2), True, None),
+    "7x5-same-s2-3-channels": ((9, 9, 3), 1, (7, 5), (2, 2), "same", (1, 1), True, None),
 }
+NUMBA_WEIGHTS = {"3x3-dilated-2", "5x5-same-s1", "5x5-same-s2", "5x5-valid-dilated-2",
+                 "7x5-same-s2-3-channels"}
 
 
 @pytest.mark.parametrize("data_format", FORMATS)
@@ -107,9 +118,13 @@ def test_depthwise_conv2d(case, data_format):
                                           data_format, dy=dy)
 
     harness = _check(op, x, params, rng, data_format, reference, use_bias)
+    weights_kernels = [call for call in harness.backward_calls
+                       if getattr(call, "function", None) is depthwise_weights_kernel]
+    assert len(weights_kernels) == (case in NUMBA_WEIGHTS)
     # oneDNN's depthwise kernels, not its reference implementation
     for call in harness.forward_calls + harness.backward_calls:
-        if "reorder" not in call.label and "to layout" not in call.label:
+        if "reorder" not in call.label and "to layout" not in call.label \
+                and call not in weights_kernels:
             assert not call.primitive.pd.implementation.startswith("ref"), (
                 call.label, call.primitive.pd.implementation)
 
