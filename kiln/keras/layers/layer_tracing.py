@@ -138,4 +138,6 @@ def check_one_graph_for_training(layer, args, kwargs, outputs):
             f"{layer.context}: call() computes other operations with training=True than "
             "without; kiln traces one graph for fit and predict, so a call() that branches "
             "on `training` is not supported yet (use a Dropout / GaussianNoise layer "
-            "inside it, or pass training explicitly when calling the layer)")
+            "inside it, or call the layer with training= given inside a subclassed model's "
+            "call(); in a functional model fit passes training=True over a given value, as "
+            "Keras 3 does)")
