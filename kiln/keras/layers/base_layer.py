@@ -30,6 +30,7 @@ from .layer_tracing import (
     check_one_graph_for_training,
     distinct_outputs,
     layer_sources,
+    plan_decides_training,
 )
 from .weight import Weight
 
@@ -353,6 +354,7 @@ class Layer(LayerLosses):
                             "built; use model.predict() for numpy arrays")
         refuse_loss_values(self.context, tensors)
         inputs = args[0]
+        follows_plan = plan_decides_training.take(outside_any_call=not tracing)
         data_format = getattr(self, "data_format", None)
         for tensor in flatten(inputs):
             if data_format is not None and isinstance(tensor, SymbolicTensor):
@@ -377,10 +379,16 @@ class Layer(LayerLosses):
             # the mask a call() receives is not recorded with the call: a replay of the
             # layers (a model called as a layer, a loaded model) computes it again
             call_kwargs = dict(kwargs)
+            if follows_plan:  # as Keras's functional models: fit / predict decide
+                call_kwargs.pop("training", None)
             call_inputs[-1] = [t for t in flatten(inputs) if isinstance(t, SymbolicTensor)]
             previous_mask = deliver_mask(self, args, call_kwargs)
-            outputs = self.call(*args, **call_kwargs)
-            check_one_graph_for_training(self, args, kwargs, outputs)
+            plan_decides_training.current.append(follows_plan)
+            try:
+                outputs = self.call(*args, **call_kwargs)
+            finally:
+                plan_decides_training.current.pop()
+            check_one_graph_for_training(self, args, call_kwargs, outputs)
             outputs = distinct_outputs(self, args, kwargs, outputs)
             set_output_masks(self, inputs, outputs, previous_mask)
         finally:

@@ -19,6 +19,30 @@ from ...graph.symbolic import SymbolicTensor
 call_inputs = []
 
 
+class PlanDecidesTraining:
+    """Keras 3.15's functional models pass fit's training=True (predict's False) to every
+    layer of their graph, overriding a `training=` given when the layer was called
+    (keras/src/models/functional.py, operation_fn): `BatchNormalization()(x, training=False)`
+    in a functional model still learns batch statistics in fit. kiln plans the graph for both,
+    so such a call follows the plan. That holds for a layer called while a functional model is
+    built (outside any call()) and for the layers a functional model replays when it is called
+    so (`next_call`, set by the replay); inside a subclassed call() an explicit value stands.
+    `current`: whether the innermost call() under way (a model replaying its graph) was such
+    a call."""
+
+    def __init__(self):
+        self.next_call = False
+        self.current = [False]
+
+    def take(self, outside_any_call):
+        """Whether the call starting now follows the plan (and clears the replay's request)."""
+        requested, self.next_call = self.next_call, False
+        return requested or outside_any_call
+
+
+plan_decides_training = PlanDecidesTraining()
+
+
 def auto_config(cls, args, kwargs):
     """Keras 3's automatic config of a layer subclass (keras/src/ops/operation.py __new__):
     its constructor arguments with defaults, when all are plain values; None otherwise."""
@@ -114,4 +138,6 @@ def check_one_graph_for_training(layer, args, kwargs, outputs):
             f"{layer.context}: call() computes other operations with training=True than "
             "without; kiln traces one graph for fit and predict, so a call() that branches "
             "on `training` is not supported yet (use a Dropout / GaussianNoise layer "
-            "inside it, or pass training explicitly when calling the layer)")
+            "inside it, or call the layer with training= given inside a subclassed model's "
+            "call(); in a functional model fit passes training=True over a given value, as "
+            "Keras 3 does)")

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from ...graph.symbolic import SymbolicTensor, apply
 from ..layers.base_layer import flatten, layer_sources, pack_like
+from ..layers.layer_tracing import plan_decides_training
 
 
 def _walk(inputs, outputs):
@@ -75,9 +76,10 @@ def has_operations(model):
     return any(t._keras_history is None and t.node is not None for t in tensors)
 
 
-def replay(model, inputs, nodes):
+def replay(model, inputs, nodes, training=None):
     """Call the layers of `model`'s graph again on new `inputs` (calling a model as a layer):
-    the same layer objects, so the same weights."""
+    the same layer objects, so the same weights. `training`: the value the model was called
+    with, which Keras passes on to every layer that takes one (replay_mapping)."""
     given = flatten(inputs)
     if len(given) != len(model.inputs):
         raise ValueError(f"{model.context}: expected {len(model.inputs)} input(s), got "
@@ -93,16 +95,20 @@ def replay(model, inputs, nodes):
                           for axis, size in enumerate(expected))
             raise ValueError(f"{model.context}: input '{old.name}' expects shape "
                              f"{shown}, got {new.shape} from '{new.name}'")
-    mapping = replay_mapping(model, given, nodes)
+    mapping = replay_mapping(model, given, nodes, training)
     outputs = [replay_operations(t, mapping) for t in model.outputs]
     if len(outputs) == 1 and not isinstance(model._output_structure, dict):
         return outputs[0]  # Keras unpacks a one-output list
     return pack_like(model._output_structure, outputs)
 
 
-def replay_mapping(model, given, nodes):
+def replay_mapping(model, given, nodes, training=None):
     """{id(tensor of model's graph): its counterpart} after calling the layer `nodes` again on
-    the tensors `given` (one per model input)."""
+    the tensors `given` (one per model input). As Keras's functional call, a `training` value
+    given to the model replaces the one each layer was called with; the model called while
+    a functional model is built (or so replayed itself) leaves it to the plan
+    (layer_tracing.PlanDecidesTraining)."""
+    follows_plan = plan_decides_training.current[-1]
     mapping = {id(old): new for old, new in zip(model.inputs, given, strict=True)}
 
     def substitute(structure):
@@ -113,8 +119,12 @@ def replay_mapping(model, given, nodes):
     for node in nodes:
         if not node.input_tensors:
             continue  # an InputLayer
-        outputs = node.layer(*substitute(list(node.call_args)),
-                             **substitute(dict(node.call_kwargs)))
+        kwargs = substitute(dict(node.call_kwargs))
+        if follows_plan:
+            plan_decides_training.next_call = True
+        elif training is not None and node.layer._call_accepts("training"):
+            kwargs["training"] = training
+        outputs = node.layer(*substitute(list(node.call_args)), **kwargs)
         for old, new in zip(node.outputs, flatten(outputs), strict=True):
             mapping[id(old)] = new
     return mapping

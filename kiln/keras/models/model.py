@@ -204,7 +204,7 @@ class Model(ModelLosses, ModelMetrics, Trainer, Layer):
         """A functional model called as a layer runs its layers again on the new inputs."""
         if self._layers is None or not hasattr(self, "_layer_nodes"):
             raise NotImplementedError(f"{self.context}: a subclassed model must define call()")
-        return replay(self, inputs, self._layer_nodes)
+        return replay(self, inputs, self._layer_nodes, training)
 
     def _input_context(self, position):
         return self._first_reader(self.inputs[position])

@@ -388,7 +388,23 @@ def test_a_call_branching_on_training_is_refused_not_traced_once():
     with pytest.raises(NotImplementedError, match=r"Noisy 'noisy'.*training=True"):
         Noisy()(inputs)
     Steady()(inputs)
-    Noisy(name="told")(inputs, training=False)  # told explicitly: one graph is right
+    # told explicitly while a functional model is built: Keras's fit passes training=True
+    # over it all the same (keras/src/models/functional.py), so it is refused too
+    with pytest.raises(NotImplementedError, match=r"Noisy 'told'.*training=True"):
+        Noisy(name="told")(inputs, training=False)
+
+    class Classifier(kk.Model):  # inside a subclassed call() a value given stands
+        def __init__(self):
+            super().__init__()
+            self.noisy = Noisy(name="inside")
+
+        def call(self, x):
+            return self.noisy(x, training=False)
+
+    model = Classifier()
+    model.build((None, 4))
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(model.predict(x, verbose=0), x)
 
 
 def test_a_scalar_weight_and_numpy_constants_train_with_the_right_gradient():
